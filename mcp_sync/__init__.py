@@ -1,0 +1,114 @@
+"""mcp_sync: a synchronous, thread-based client for the Model Context Protocol.
+
+Example::
+
+    import mcp_sync
+
+    with mcp_sync.Client.stdio("python", ["server.py"]) as client:
+        for tool in client.tools():
+            print(tool.name)
+        print(client.call_tool("echo", {"text": "hi"}).text)
+
+Importing this package starts no thread or process and configures no logging
+(the ``mcp_sync`` logger gets a NullHandler only). Transports import their
+heavy dependencies (``requests``) when first used.
+"""
+
+import logging
+
+from ._client import USE_CLIENT_DEFAULT, Client, ClientState
+from ._connect import connect
+from ._lifecycle import LEGACY_VERSIONS, MODERN_VERSIONS
+from ._version import __version__
+from .cancellation import CancellationToken
+from .exceptions import (
+    AuthorizationError,
+    Cancelled,
+    CapabilityError,
+    ClientStateError,
+    ConnectionClosed,
+    InputRequiredError,
+    MCPError,
+    PaginationLimitError,
+    ProtocolError,
+    RequestTimeout,
+    ResourceNotFound,
+    ServerError,
+    ServerRequestError,
+    SessionExpiredError,
+    ToolError,
+    UnsupportedProtocolVersionError,
+)
+from .models import (
+    AudioContent,
+    BlobResourceContents,
+    CallToolResult,
+    Completion,
+    ContentBlock,
+    DiscoverResult,
+    EmbeddedResource,
+    GetPromptResult,
+    ImageContent,
+    InitializeResult,
+    Page,
+    Prompt,
+    PromptArgument,
+    PromptMessage,
+    ReadResourceResult,
+    Resource,
+    ResourceLink,
+    ResourceTemplate,
+    TextContent,
+    TextResourceContents,
+    Tool,
+)
+
+logging.getLogger("mcp_sync").addHandler(logging.NullHandler())
+
+__all__ = [
+    "LEGACY_VERSIONS",
+    "MODERN_VERSIONS",
+    "USE_CLIENT_DEFAULT",
+    "AudioContent",
+    "AuthorizationError",
+    "BlobResourceContents",
+    "CallToolResult",
+    "CancellationToken",
+    "Cancelled",
+    "CapabilityError",
+    "Client",
+    "ClientState",
+    "ClientStateError",
+    "Completion",
+    "ConnectionClosed",
+    "ContentBlock",
+    "DiscoverResult",
+    "EmbeddedResource",
+    "GetPromptResult",
+    "ImageContent",
+    "InitializeResult",
+    "InputRequiredError",
+    "MCPError",
+    "Page",
+    "PaginationLimitError",
+    "Prompt",
+    "PromptArgument",
+    "PromptMessage",
+    "ProtocolError",
+    "ReadResourceResult",
+    "RequestTimeout",
+    "Resource",
+    "ResourceLink",
+    "ResourceNotFound",
+    "ResourceTemplate",
+    "ServerError",
+    "ServerRequestError",
+    "SessionExpiredError",
+    "TextContent",
+    "TextResourceContents",
+    "Tool",
+    "ToolError",
+    "UnsupportedProtocolVersionError",
+    "__version__",
+    "connect",
+]

@@ -1,0 +1,688 @@
+"""The blocking facade: :class:`Client`.
+
+Methods build params, ask the engine, and turn answers into models; they never
+touch the wire. The era logic lives in :mod:`._lifecycle`, the threads in
+:mod:`._engine` and the transports.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence, TypeVar
+
+from ._engine import Engine, ProgressCallback
+from ._handlers import INPUT_METHODS, Handlers, Roots
+from ._lifecycle import Lifecycle, Negotiated
+from ._threads import Dispatcher
+from ._version import __version__
+from .cancellation import CancellationToken
+from .exceptions import (
+    INVALID_PARAMS,
+    RESOURCE_NOT_FOUND_LEGACY,
+    CapabilityError,
+    ClientStateError,
+    ConnectionClosed,
+    InputRequiredError,
+    PaginationLimitError,
+    ProtocolError,
+    ResourceNotFound,
+    ServerError,
+    ServerRequestError,
+    ToolError,
+)
+from .models import (
+    CallToolResult,
+    Completion,
+    DiscoverResult,
+    GetPromptResult,
+    Page,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    Tool,
+)
+
+if TYPE_CHECKING:
+    from .transports.base import Transport
+
+log = logging.getLogger("mcp_sync")
+
+T = TypeVar("T")
+
+
+class _Default(enum.Enum):
+    USE_CLIENT_DEFAULT = "USE_CLIENT_DEFAULT"
+
+
+#: Sentinel for "omitted": use the client's default (``None`` means wait for ever).
+USE_CLIENT_DEFAULT = _Default.USE_CLIENT_DEFAULT
+Timeout = "float | None | _Default"
+
+_LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO + 5,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL + 5,
+    "emergency": logging.CRITICAL + 9,
+}
+_INPUT_METHODS_ALLOWED = ("tools/call", "resources/read", "prompts/get")  # R1
+_LOAD_SHED_BACKOFF = (0.05, 0.25)  # first delay, cap (seconds)
+
+
+class ClientState(enum.Enum):
+    """Where a client is in its life."""
+
+    NEW = "new"  #: created, not connected yet (the first request connects)
+    OPEN = "open"  #: connected
+    CLOSED = "closed"  #: close() was called; every request raises ClientStateError
+
+
+class Client:
+    """A blocking MCP client. Thread-safe: share one between many threads.
+
+    Build one with :meth:`stdio`, :meth:`http`, :meth:`sse` or
+    :func:`mcp_sync.connect`; use it as a context manager or call
+    :meth:`close`. Every method may be called from any thread, including from
+    inside a callback (callbacks run on the client's dispatch thread).
+
+    Example::
+
+        with mcp_sync.Client.stdio("python", ["server.py"]) as client:
+            for tool in client.tools():
+                print(tool.name)
+            print(client.call_tool("echo", {"text": "hi"}).text)
+    """
+
+    def __init__(
+        self,
+        transport: Transport | Callable[[], Transport],
+        *,
+        client_info: Mapping[str, Any] | None = None,
+        mode: str = "auto",
+        protocol_version: str | None = None,
+        timeout: float | None = 60.0,
+        probe_timeout: float | None = 10.0,
+        max_message_bytes: int = 64 * 1024 * 1024,
+        max_pages: int = 1000,
+        input_required_max_rounds: int = 10,
+        on_elicitation: Callable[[dict], dict] | None = None,
+        on_sampling: Callable[[dict], dict] | None = None,
+        on_roots: Roots | None = None,
+        on_notification: Callable[[str, dict], None] | None = None,
+        log_level: str | None = None,
+        extensions: Mapping[str, Any] | None = None,
+        cache: bool = True,
+        sampling_tools: bool = False,
+        restart: bool = True,
+    ) -> None:
+        if timeout is not None and timeout <= 0:
+            raise ValueError("timeout must be positive or None")
+        if max_pages < 1 or input_required_max_rounds < 1:
+            raise ValueError("max_pages and input_required_max_rounds must be at least 1")
+        if log_level is not None and log_level not in _LOG_LEVELS:
+            raise ValueError(f"log_level must be one of {list(_LOG_LEVELS)}")
+        if callable(transport) and not hasattr(transport, "send"):
+            self._factory: Callable[[], Transport] | None = transport if restart else None
+            self._transport_factory: Callable[[], Transport] = transport
+        else:
+            given: Transport = transport  # type: ignore[assignment]
+            self._factory = None
+            self._transport_factory = lambda: given
+        self.timeout = timeout
+        self.max_message_bytes = max_message_bytes
+        self.max_pages = max_pages
+        self.input_required_max_rounds = input_required_max_rounds
+        self.on_notification = on_notification
+        self.cache_enabled = cache
+        self._handlers = Handlers(
+            on_elicitation=on_elicitation,
+            on_sampling=on_sampling,
+            on_roots=on_roots,
+            sampling_tools=sampling_tools,
+            extensions=dict(extensions or {}),
+        )
+        self._lifecycle = Lifecycle(
+            mode=mode,
+            protocol_version=protocol_version,
+            client_info=dict(client_info or {"name": "mcp-sync", "version": __version__}),
+            capabilities=self._handlers.capabilities,
+            probe_timeout=probe_timeout,
+            log_level=log_level,
+        )
+        self._lock = threading.RLock()
+        self._state = ClientState.NEW
+        self._engine: Engine | None = None
+        self._negotiated: Negotiated | None = None
+        self._dispatcher: Dispatcher | None = None
+
+    # -- constructors -------------------------------------------------------------
+
+    @classmethod
+    def stdio(
+        cls,
+        command: str,
+        args: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        *,
+        inherit_env: bool = False,
+        stderr: Any = None,
+        **options: Any,
+    ) -> Client:
+        """A client for a server run as a subprocess (stdio transport).
+
+        ``command`` is resolved on ``PATH``; the child gets an allow-listed
+        environment (HOME, LOGNAME, PATH, SHELL, TERM, USER, ...) with ``env``
+        on top, or the whole environment with ``inherit_env=True``. ``stderr``:
+        None logs the server's stderr to ``mcp_sync.stderr.<server>``; or a file,
+        or a callable taking each line. If the server dies, the next request
+        starts it again (T6); ``restart=False`` turns that off.
+
+        Example::
+
+            client = mcp_sync.Client.stdio("python", ["server.py"], env={"DEBUG": "1"})
+        """
+        from .transports.stdio import StdioTransport
+
+        max_bytes = options.get("max_message_bytes", 64 * 1024 * 1024)
+
+        def factory() -> Transport:
+            return StdioTransport(
+                command,
+                args or (),
+                env=env,
+                cwd=cwd,
+                inherit_env=inherit_env,
+                stderr=stderr,
+                max_message_bytes=max_bytes,
+            )
+
+        return cls(factory, **options)
+
+    @classmethod
+    def http(cls, url: str, headers: Mapping[str, str] | None = None, auth: Any = None, **options: Any) -> Client:
+        """A client for a Streamable HTTP server (falls back to HTTP+SSE for old servers).
+
+        Example::
+
+            client = mcp_sync.Client.http("http://127.0.0.1:8000/mcp", headers={"X-Team": "a"})
+        """
+        from .transports.http import HttpTransport
+
+        max_bytes = options.get("max_message_bytes", 64 * 1024 * 1024)
+        return cls(
+            lambda: HttpTransport(url, headers=headers, auth=auth, max_message_bytes=max_bytes),
+            **options,
+        )
+
+    @classmethod
+    def sse(cls, url: str, headers: Mapping[str, str] | None = None, auth: Any = None, **options: Any) -> Client:
+        """A client for a deprecated HTTP+SSE (2024-11-05) server; always legacy.
+
+        Example::
+
+            client = mcp_sync.Client.sse("http://127.0.0.1:3001/sse")
+        """
+        from .transports.sse import SseTransport
+
+        max_bytes = options.get("max_message_bytes", 64 * 1024 * 1024)
+        options.setdefault("mode", "legacy")
+        return cls(
+            lambda: SseTransport(url, headers=headers, auth=auth, max_message_bytes=max_bytes),
+            **options,
+        )
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def __enter__(self) -> Client:
+        self.connect()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    @property
+    def state(self) -> ClientState:
+        """:class:`ClientState`: NEW, OPEN or CLOSED."""
+        return self._state
+
+    def connect(self) -> dict[str, Any]:
+        """Connect (probe / handshake) if not yet connected; returns the server_info dict.
+
+        Also done by the first request. If connecting fails, everything the
+        attempt started is stopped before the exception propagates.
+        """
+        return self._connected().server_info
+
+    def _connected(self) -> Negotiated:
+        negotiated, engine = self._negotiated, self._engine
+        if negotiated is not None and engine is not None and engine.alive:
+            return negotiated
+        with self._lock:
+            if self._state is ClientState.CLOSED:
+                raise ClientStateError("the client is closed")
+            if self._negotiated is not None and self._engine is not None:
+                if self._engine.alive:
+                    return self._negotiated
+                if self._factory is None:  # cannot restart: report how it ended
+                    raise self._engine.closed_error or ConnectionClosed("the connection is closed")
+                log.info("mcp_sync: the server connection ended; starting it again")
+                self._engine.close("restarting")
+            engine = self._new_engine()
+            try:
+                engine, negotiated = self._lifecycle.connect(
+                    engine, timeout=self.timeout, restart=self._new_engine if self._factory else None
+                )
+                engine.transport.configure(era=negotiated.era, protocol_version=negotiated.protocol_version)
+            except BaseException:
+                engine.close("connecting failed")
+                if self._negotiated is None and self._dispatcher is not None:  # leave nothing running
+                    self._dispatcher.stop()
+                    self._dispatcher = None
+                raise
+            self._engine, self._negotiated = engine, negotiated
+            self._state = ClientState.OPEN
+            return negotiated
+
+    def _new_engine(self) -> Engine:
+        transport = self._transport_factory()
+        if self._dispatcher is None:
+            self._dispatcher = Dispatcher(getattr(transport, "name", "server"))
+        engine = Engine(
+            transport,
+            on_notification=self._dispatch_notification,
+            on_server_request=self._answer_server_request,
+            dispatcher=self._dispatcher,
+        )
+        engine.start()
+        return engine
+
+    def close(self) -> None:
+        """Close the connection; idempotent. Ends every thread and child process the client started."""
+        with self._lock:
+            if self._state is ClientState.CLOSED:
+                return
+            self._state = ClientState.CLOSED
+            engine, dispatcher = self._engine, self._dispatcher
+            self._engine = None
+        if engine is not None:
+            engine.close()
+        if dispatcher is not None:
+            dispatcher.stop()
+
+    # -- what was negotiated ------------------------------------------------------------
+
+    @property
+    def era(self) -> str:
+        """``"modern"`` or ``"legacy"`` (connects if needed)."""
+        return self._connected().era
+
+    @property
+    def protocol_version(self) -> str:
+        """The protocol revision in use, e.g. ``"2026-07-28"``."""
+        return self._connected().protocol_version
+
+    @property
+    def server_capabilities(self) -> dict[str, Any]:
+        """The server's capabilities (from discover or initialize)."""
+        return self._connected().server_capabilities
+
+    @property
+    def server_implementation(self) -> dict[str, Any] | None:
+        """The server's ``{"name", "version"}``, or None if it did not say."""
+        return self._connected().server_implementation
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's instructions for the model, if any."""
+        return self._connected().instructions
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        """The raw InitializeResult or DiscoverResult."""
+        return self._connected().server_info
+
+    def meta(self) -> dict[str, Any]:
+        """The ``_meta`` envelope this client adds to modern requests."""
+        negotiated = self._connected()
+        return self._lifecycle.meta(negotiated.protocol_version)
+
+    # -- the request path ------------------------------------------------------------------
+
+    def _send(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: Any = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        negotiated = self._connected()
+        engine = self._engine
+        if engine is None:
+            raise ClientStateError("the client is closed")
+        wire_params = self._lifecycle.params(negotiated, params, dict(meta) if meta else None)
+        result = engine.request(
+            method,
+            wire_params,
+            timeout=self.timeout if timeout is USE_CLIENT_DEFAULT else timeout,
+            cancel=cancel,
+            progress=progress,
+        )
+        kind = result.get("resultType", "complete")  # J5: absent means complete
+        if kind == "complete" or negotiated.era == "legacy":
+            return result
+        if kind == "input_required" and method in _INPUT_METHODS_ALLOWED:
+            return result
+        raise ProtocolError(f"{method}: unexpected resultType {kind!r}", method=method)  # J4, R1
+
+    def _send_with_input(self, method: str, params: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        """Send, then drive ``input_required`` rounds (MRTR, R2-R8) to a complete result."""
+        responses = kwargs.pop("input_responses", None)
+        state = kwargs.pop("request_state", None)
+        delay = _LOAD_SHED_BACKOFF[0]
+        for _round in range(self.input_required_max_rounds + 1):
+            round_params = dict(params)
+            if responses is not None:
+                round_params["inputResponses"] = responses
+            if state is not None:
+                round_params["requestState"] = state  # R3: echoed exactly, never inspected
+            result = self._send(method, round_params, **kwargs)
+            if result.get("resultType", "complete") != "input_required":
+                return result
+            requests = result.get("inputRequests")
+            new_state = result.get("requestState")
+            if requests is not None and not isinstance(requests, dict):
+                raise ProtocolError(f"{method}: inputRequests is not an object", method=method)
+            if new_state is not None and not isinstance(new_state, str):
+                raise ProtocolError(f"{method}: requestState is not a string", method=method)
+            state = new_state
+            if not requests:  # load shedding: retry with the state after a short backoff
+                responses = None
+                time.sleep(delay)
+                delay = min(delay * 2, _LOAD_SHED_BACKOFF[1])
+                continue
+            responses = self._answer_input_requests(method, requests, state)
+        raise InputRequiredError(
+            f"{method}: still input_required after {self.input_required_max_rounds} rounds",
+            method=method,
+            request_state=state,
+        )
+
+    def _answer_input_requests(self, method: str, requests: dict[str, Any], state: str | None) -> dict[str, Any]:
+        missing = {
+            key: req
+            for key, req in requests.items()
+            if not (
+                isinstance(req, dict)
+                and req.get("method") in INPUT_METHODS
+                and self._handlers.can_answer(req["method"])
+            )
+        }
+        if missing:
+            raise InputRequiredError(
+                f"{method}: the server asks for input no handler can give: {sorted(missing)}",
+                input_requests=requests,
+                request_state=state,
+                method=method,
+            )
+        answers: dict[str, Any] = {}
+        for key, req in requests.items():
+            params = req.get("params") if isinstance(req.get("params"), dict) else {}
+            try:
+                answers[key] = self._handlers.answer(req["method"], params)
+            except ServerRequestError as exc:
+                raise InputRequiredError(
+                    f"{method}: the handler for {req['method']} refused: {exc.message}",
+                    input_requests=requests,
+                    request_state=state,
+                    method=method,
+                ) from exc
+        return answers
+
+    def _require(self, capability: str, method: str) -> None:
+        negotiated = self._connected()
+        if capability not in negotiated.server_capabilities:
+            raise CapabilityError(f"{method}: the server did not declare the {capability!r} capability", method=method)
+
+    # -- callbacks (dispatch and handler threads) -----------------------------------------
+
+    def _dispatch_notification(self, method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/message":
+            negotiated = self._negotiated
+            name = (negotiated.server_implementation or {}).get("name") if negotiated else None
+            logger = logging.getLogger(f"mcp_sync.server.{name or 'unknown'}")
+            level = _LOG_LEVELS.get(str(params.get("level")), logging.INFO)
+            if logger.isEnabledFor(level):
+                logger.log(level, "%s", params.get("data"))
+        if self.on_notification is not None:
+            self.on_notification(method, params)
+
+    def _answer_server_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return self._handlers.answer(method, params)
+
+    # -- listing --------------------------------------------------------------------------
+
+    def _page(
+        self, method: str, key: str, model: Callable[[dict], T], capability: str, cursor: str | None, **kwargs: Any
+    ) -> Page[T]:
+        self._require(capability, method)
+        params = {"cursor": cursor} if cursor is not None else None
+        raw = self._send(method, params, **kwargs)
+        items = raw.get(key)
+        if not isinstance(items, list):
+            raise ProtocolError(f"{method}: the result has no {key!r} list", method=method)
+        next_cursor = raw.get("nextCursor")
+        return Page(
+            items=[model(item) for item in items if isinstance(item, dict)],
+            next_cursor=next_cursor if isinstance(next_cursor, str) else None,  # G1: "" is a cursor
+            ttl_ms=raw.get("ttlMs") if isinstance(raw.get("ttlMs"), int) else None,
+            cache_scope=raw.get("cacheScope") if isinstance(raw.get("cacheScope"), str) else None,
+            meta=raw.get("_meta"),
+            raw=raw,
+        )
+
+    def _walk(self, fetch: Callable[[str | None], Page[T]], method: str) -> Iterator[T]:
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(self.max_pages):
+            page = fetch(cursor)
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            if page.next_cursor in seen:
+                raise PaginationLimitError(f"{method}: the server repeated cursor {page.next_cursor!r}", method=method)
+            seen.add(page.next_cursor)
+            cursor = page.next_cursor
+        raise PaginationLimitError(f"{method}: more than max_pages={self.max_pages} pages", method=method)
+
+    def list_tools(self, cursor: str | None = None, **kwargs: Any) -> Page[Tool]:
+        """One page of tools. Example: ``page = client.list_tools(); page.items, page.next_cursor``."""
+        return self._page("tools/list", "tools", Tool.from_wire, "tools", cursor, **kwargs)
+
+    def tools(self, **kwargs: Any) -> Iterator[Tool]:
+        """Every tool, fetching pages lazily. Example: ``for tool in client.tools(): print(tool.name)``."""
+        return self._walk(lambda c: self.list_tools(c, **kwargs), "tools/list")
+
+    def list_resources(self, cursor: str | None = None, **kwargs: Any) -> Page[Resource]:
+        """One page of resources."""
+        return self._page("resources/list", "resources", Resource.from_wire, "resources", cursor, **kwargs)
+
+    def resources(self, **kwargs: Any) -> Iterator[Resource]:
+        """Every resource, lazily. Example: ``uris = [r.uri for r in client.resources()]``."""
+        return self._walk(lambda c: self.list_resources(c, **kwargs), "resources/list")
+
+    def list_resource_templates(self, cursor: str | None = None, **kwargs: Any) -> Page[ResourceTemplate]:
+        """One page of resource templates."""
+        return self._page(
+            "resources/templates/list", "resourceTemplates", ResourceTemplate.from_wire, "resources", cursor, **kwargs
+        )
+
+    def resource_templates(self, **kwargs: Any) -> Iterator[ResourceTemplate]:
+        """Every resource template, lazily."""
+        return self._walk(lambda c: self.list_resource_templates(c, **kwargs), "resources/templates/list")
+
+    def list_prompts(self, cursor: str | None = None, **kwargs: Any) -> Page[Prompt]:
+        """One page of prompts."""
+        return self._page("prompts/list", "prompts", Prompt.from_wire, "prompts", cursor, **kwargs)
+
+    def prompts(self, **kwargs: Any) -> Iterator[Prompt]:
+        """Every prompt, lazily. Example: ``names = [p.name for p in client.prompts()]``."""
+        return self._walk(lambda c: self.list_prompts(c, **kwargs), "prompts/list")
+
+    # -- operations ---------------------------------------------------------------------
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: Any = USE_CLIENT_DEFAULT,
+        progress: ProgressCallback | None = None,
+        cancel: CancellationToken | None = None,
+        meta: Mapping[str, Any] | None = None,
+        raise_on_error: bool = False,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+    ) -> CallToolResult:
+        """Call a tool and return its :class:`CallToolResult`.
+
+        ``progress(progress, total, message)`` runs on the dispatch thread for
+        each progress notification, all before this returns. ``raise_on_error``
+        turns an ``isError`` result into :class:`ToolError`.
+
+        Example::
+
+            result = client.call_tool("echo", {"text": "hi"}, timeout=5)
+            print(result.text)
+        """
+        self._require("tools", "tools/call")
+        raw = self._send_with_input(
+            "tools/call",
+            {"name": name, "arguments": dict(arguments or {})},
+            timeout=timeout,
+            progress=progress,
+            cancel=cancel,
+            meta=meta,
+            input_responses=input_responses,
+            request_state=request_state,
+        )
+        result = CallToolResult.from_wire(raw)
+        if raise_on_error and result.is_error:
+            raise ToolError(f"tool {name!r} failed: {result.text[:200]}", result=result, method="tools/call")
+        return result
+
+    def read_resource(self, uri: str, **kwargs: Any) -> ReadResourceResult:
+        """Read a resource. Raises :class:`ResourceNotFound` if it does not exist.
+
+        Example: ``text = client.read_resource("file:///notes.txt").text``
+        """
+        self._require("resources", "resources/read")
+        kwargs.pop("cache", None)
+        try:
+            raw = self._send_with_input("resources/read", {"uri": uri}, **kwargs)
+        except ServerError as exc:
+            legacy = self._negotiated is not None and self._negotiated.era == "legacy"
+            if exc.code == INVALID_PARAMS or (legacy and exc.code == RESOURCE_NOT_FOUND_LEGACY):  # Q1
+                raise ResourceNotFound(exc.code, exc.message, exc.data, method="resources/read") from exc
+            raise
+        return ReadResourceResult.from_wire(raw)
+
+    def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None, **kwargs: Any) -> GetPromptResult:
+        """Render a prompt. Example: ``client.get_prompt("greet", {"name": "Ada"}).messages``."""
+        self._require("prompts", "prompts/get")
+        params: dict[str, Any] = {"name": name}
+        if arguments:
+            params["arguments"] = dict(arguments)
+        return GetPromptResult.from_wire(self._send_with_input("prompts/get", params, **kwargs))
+
+    def complete(self, ref: Any, argument: Any, context: Mapping[str, str] | None = None, **kwargs: Any) -> Completion:
+        """Ask for completions of a prompt or resource-template argument.
+
+        ``ref`` is a wire dict (``{"type": "ref/prompt", "name": "greet"}``), a
+        :class:`Prompt` or a :class:`ResourceTemplate`; ``argument`` is
+        ``{"name": ..., "value": ...}`` or a ``(name, value)`` pair; ``context``
+        maps already-filled argument names to values.
+
+        Example: ``client.complete(prompt, ("name", "Al")).values``
+        """
+        self._require("completions", "completion/complete")
+        if isinstance(ref, Prompt):
+            ref = {"type": "ref/prompt", "name": ref.name}
+        elif isinstance(ref, ResourceTemplate):
+            ref = {"type": "ref/resource", "uri": ref.uri_template}
+        if isinstance(argument, (tuple, list)):
+            argument = {"name": argument[0], "value": argument[1]}
+        params: dict[str, Any] = {"ref": dict(ref), "argument": dict(argument)}
+        if context:
+            params["context"] = {"arguments": dict(context)}
+        return Completion.from_wire(self._send("completion/complete", params, **kwargs))
+
+    def discover(self, **kwargs: Any) -> DiscoverResult:
+        """``server/discover`` (modern servers): versions, capabilities, identity."""
+        if self._connected().era != "modern":
+            raise CapabilityError("server/discover: the server is a legacy server", method="server/discover")
+        return DiscoverResult.from_wire(self._send("server/discover", None, **kwargs))
+
+    def ping(self, **kwargs: Any) -> None:
+        """Check the server is alive. Legacy: ``ping``; modern servers have no ping,
+        so a ``server/discover`` round trip stands in for it."""
+        method = "ping" if self._connected().era == "legacy" else "server/discover"
+        self._send(method, None, **kwargs)
+
+    def set_log_level(self, level: str) -> None:
+        """Ask the server for log messages at ``level`` and above.
+
+        Modern: sent as ``io.modelcontextprotocol/logLevel`` in each request's
+        ``_meta`` from now on; legacy: ``logging/setLevel`` now.
+        """
+        if level not in _LOG_LEVELS:
+            raise ValueError(f"level must be one of {list(_LOG_LEVELS)}")
+        self._lifecycle.log_level = level
+        if self._connected().era == "legacy":
+            self._require("logging", "logging/setLevel")
+            self._send("logging/setLevel", {"level": level})
+
+    def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: Any = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Send any request and return the raw result dict (the escape hatch).
+
+        Example: ``client.request("tools/list", {"cursor": None})["tools"]``
+        """
+        return self._send(
+            method, dict(params) if params else None, timeout=timeout, cancel=cancel, progress=progress, meta=meta
+        )
+
+    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        """Send any notification."""
+        self._connected()
+        engine = self._engine
+        if engine is None:
+            raise ClientStateError("the client is closed")
+        engine.notify(method, dict(params) if params is not None else None)
+
+    def clear_cache(self) -> None:
+        """Forget cached list/read results (see the ``cache`` option)."""
+
+    def __repr__(self) -> str:
+        negotiated = self._negotiated
+        if negotiated is None:
+            return f"<mcp_sync.Client {self._state.value}>"
+        return f"<mcp_sync.Client {self._state.value} {negotiated.era} {negotiated.protocol_version}>"

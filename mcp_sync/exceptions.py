@@ -1,0 +1,224 @@
+"""Every error mcp_sync raises, rooted at :class:`MCPError`.
+
+::
+
+    MCPError
+    ├── ServerError                  the server answered with a JSON-RPC error (.code .message .data)
+    │   ├── ResourceNotFound         read_resource of a missing resource (-32602 modern, -32002 legacy)
+    │   └── UnsupportedProtocolVersionError   -32022, or no mutually supported revision
+    ├── CapabilityError              the server lacks the capability a method needs (nothing sent)
+    ├── RequestTimeout               no answer within the timeout (also a TimeoutError)
+    ├── Cancelled                    the request's CancellationToken fired
+    ├── ConnectionClosed             the transport ended while the request waited
+    │   └── SessionExpiredError      legacy HTTP session gone and the request is unsafe to repeat
+    ├── ProtocolError                the answer is not valid MCP / JSON-RPC, or too large
+    ├── PaginationLimitError         max_pages pages walked, or a cursor repeated
+    ├── InputRequiredError           the server asked for input no handler can give
+    ├── ToolError                    call_tool(raise_on_error=True) got an isError result
+    ├── AuthorizationError           OAuth failed or was refused
+    └── ClientStateError             misuse: a request on a closed client (also a RuntimeError)
+
+    ServerRequestError               raised by *handlers* to answer the server with an error
+
+Errors the server sent and errors made locally are different classes (J7): only
+:class:`ServerError` and its subclasses carry a code that came from the peer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class MCPError(Exception):
+    """Root of every error mcp_sync raises.
+
+    ``method`` and ``request_id`` name the request the error belongs to, when
+    there is one.
+    """
+
+    def __init__(self, message: str, *, method: str | None = None, request_id: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.method = method
+        self.request_id = request_id
+
+
+class ServerError(MCPError):
+    """The server answered a request with a JSON-RPC error.
+
+    Example::
+
+        try:
+            client.call_tool("nope", {})
+        except mcp_sync.ServerError as e:
+            print(e.code, e.message, e.data)
+    """
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        data: Any = None,
+        *,
+        method: str | None = None,
+        request_id: Any = None,
+    ) -> None:
+        super().__init__(message, method=method, request_id=request_id)
+        self.code = code
+        self.data = data
+
+    def __str__(self) -> str:
+        where = f" ({self.method})" if self.method else ""
+        return f"[{self.code}] {self.message}{where}"
+
+
+class ResourceNotFound(ServerError):
+    """``read_resource`` named a resource the server does not have (Q1)."""
+
+
+class UnsupportedProtocolVersionError(ServerError):
+    """The server and the client share no protocol revision.
+
+    ``supported`` lists what the server said it speaks (may be empty).
+    """
+
+    @property
+    def supported(self) -> list[str]:
+        data = self.data if isinstance(self.data, dict) else {}
+        supported = data.get("supported")
+        return [v for v in supported if isinstance(v, str)] if isinstance(supported, list) else []
+
+
+class CapabilityError(MCPError):
+    """The server's capabilities lack the one this method needs; nothing was sent."""
+
+
+class RequestTimeout(MCPError, TimeoutError):
+    """No answer arrived within the timeout; the request was cancelled on the wire."""
+
+
+class Cancelled(MCPError):
+    """The request's :class:`~mcp_sync.CancellationToken` fired.
+
+    ``reason`` is the reason given to ``token.cancel()``.
+    """
+
+    def __init__(self, message: str, *, reason: str | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.reason = reason
+
+
+class ConnectionClosed(MCPError):
+    """The connection ended while the request waited (process exit, broken stream).
+
+    For stdio, ``exit_code`` and ``stderr_tail`` tell how the server went.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        exit_code: int | None = None,
+        stderr_tail: str = "",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(message, **kwargs)
+        self.exit_code = exit_code
+        self.stderr_tail = stderr_tail
+
+
+class SessionExpiredError(ConnectionClosed):
+    """A legacy HTTP session expired and the request may not be repeated safely."""
+
+
+class ProtocolError(MCPError):
+    """The answer is not valid MCP / JSON-RPC, or exceeds ``max_message_bytes``."""
+
+
+class PaginationLimitError(MCPError):
+    """An all-pages iterator walked ``max_pages`` pages or saw a cursor twice."""
+
+
+class InputRequiredError(MCPError):
+    """The server asked for input that no handler can give, or the round bound was hit.
+
+    ``input_requests`` and ``request_state`` let the caller answer by hand::
+
+        except mcp_sync.InputRequiredError as e:
+            answers = {key: my_answer(req) for key, req in e.input_requests.items()}
+            client.call_tool(name, args, input_responses=answers, request_state=e.request_state)
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        input_requests: dict[str, Any] | None = None,
+        request_state: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(message, **kwargs)
+        self.input_requests = input_requests or {}
+        self.request_state = request_state
+
+
+class ToolError(MCPError):
+    """``call_tool(..., raise_on_error=True)`` and the tool reported ``isError``.
+
+    ``result`` is the :class:`~mcp_sync.CallToolResult`.
+    """
+
+    def __init__(self, message: str, *, result: Any = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.result = result
+
+
+class AuthorizationError(MCPError):
+    """OAuth failed or the server refused the credentials."""
+
+
+class ClientStateError(MCPError, RuntimeError):
+    """The client was used in a state that does not allow it (e.g. after ``close()``)."""
+
+
+class ServerRequestError(Exception):
+    """Raised by a handler (``on_elicitation``, ``on_sampling``, ``on_roots``) to answer
+    the server with a JSON-RPC error.
+
+    ``code=-1`` means the user refused. Any other exception from a handler becomes
+    an internal-error (-32603) answer.
+
+    Example::
+
+        def on_sampling(params):
+            raise mcp_sync.ServerRequestError("user declined", code=-1)
+    """
+
+    def __init__(self, message: str, code: int = -1, data: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.data = data
+
+
+# JSON-RPC / MCP codes the client gives a class of its own.
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+HEADER_MISMATCH = -32020
+RESOURCE_NOT_FOUND_LEGACY = -32002
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+
+def server_error_from(error: Any, *, method: str | None = None, request_id: Any = None) -> MCPError:
+    """Build the right :class:`ServerError` subclass from a JSON-RPC ``error`` member."""
+    if not isinstance(error, dict) or not isinstance(error.get("code"), int):
+        return ProtocolError(f"malformed JSON-RPC error: {error!r:.200}", method=method, request_id=request_id)
+    code = error["code"]
+    message = error.get("message")
+    message = message if isinstance(message, str) else ""
+    cls: type[ServerError] = ServerError
+    if code == UNSUPPORTED_PROTOCOL_VERSION:
+        cls = UnsupportedProtocolVersionError
+    return cls(code, message, error.get("data"), method=method, request_id=request_id)

@@ -1,0 +1,499 @@
+"""Typed, immutable views of MCP results (attrs classes).
+
+Every model is built from the wire dict by its ``from_wire`` constructor and
+keeps that dict as ``.raw``, so a field this version does not model is never
+lost. Unknown content block types become :class:`ContentBlock` with ``.type``
+and ``.raw``, never dropped. Models are frozen, hence safe to share between
+threads.
+
+Example::
+
+    result = client.call_tool("add", {"a": 1, "b": 2})
+    result.text                 # "3"  (the text blocks, joined)
+    result.structured_content   # {"result": 3}
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar, Union
+
+import attrs
+
+_META = "_meta"
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _join_text(blocks: list[Any]) -> str:
+    return "".join(block.text for block in blocks if isinstance(block, TextContent))
+
+
+# -- content blocks ------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class ContentBlock:
+    """A content block of a type this version does not model; see ``.raw``."""
+
+    type: str
+    raw: dict[str, Any] = attrs.field(repr=False)
+
+
+@attrs.frozen(kw_only=True)
+class TextContent:
+    """``{"type": "text", "text": ...}``."""
+
+    text: str
+    annotations: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+    type: str = "text"
+
+
+@attrs.frozen(kw_only=True)
+class ImageContent:
+    """An image: base64 ``data`` and ``mime_type``."""
+
+    data: str = attrs.field(repr=False)
+    mime_type: str
+    annotations: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+    type: str = "image"
+
+
+@attrs.frozen(kw_only=True)
+class AudioContent:
+    """Audio: base64 ``data`` and ``mime_type``."""
+
+    data: str = attrs.field(repr=False)
+    mime_type: str
+    annotations: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+    type: str = "audio"
+
+
+@attrs.frozen(kw_only=True)
+class ResourceLink:
+    """A link to a resource the client may read with ``read_resource(link.uri)``."""
+
+    uri: str
+    name: str | None = None
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    meta: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+    type: str = "resource_link"
+
+
+@attrs.frozen(kw_only=True)
+class TextResourceContents:
+    """Text contents of a resource."""
+
+    uri: str
+    text: str
+    mime_type: str | None = None
+    meta: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+
+
+@attrs.frozen(kw_only=True)
+class BlobResourceContents:
+    """Binary contents of a resource: base64 ``blob``."""
+
+    uri: str
+    blob: str = attrs.field(repr=False)
+    mime_type: str | None = None
+    meta: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+
+
+ResourceContents = Union[TextResourceContents, BlobResourceContents]
+
+
+@attrs.frozen(kw_only=True)
+class EmbeddedResource:
+    """A resource's contents embedded in a result."""
+
+    resource: ResourceContents
+    annotations: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+    type: str = "resource"
+
+    @property
+    def text(self) -> str | None:
+        return self.resource.text if isinstance(self.resource, TextResourceContents) else None
+
+
+Content = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource, ContentBlock]
+
+
+def resource_contents_from_wire(raw: dict[str, Any]) -> ResourceContents:
+    uri = raw.get("uri") if isinstance(raw.get("uri"), str) else ""
+    common = {"uri": uri, "mime_type": _opt_str(raw.get("mimeType")), "meta": raw.get(_META), "raw": raw}
+    if isinstance(raw.get("blob"), str):
+        return BlobResourceContents(blob=raw["blob"], **common)
+    return TextResourceContents(text=raw.get("text") if isinstance(raw.get("text"), str) else "", **common)
+
+
+def content_from_wire(raw: Any) -> Content:
+    """One content block from its wire dict; unknown or malformed types stay generic."""
+    if not isinstance(raw, dict):
+        return ContentBlock(type="invalid", raw={"value": raw})
+    kind = raw.get("type")
+    meta, annotations = raw.get(_META), raw.get("annotations")
+    if kind == "text" and isinstance(raw.get("text"), str):
+        return TextContent(text=raw["text"], annotations=annotations, meta=meta, raw=raw)
+    if kind in ("image", "audio") and isinstance(raw.get("data"), str):
+        cls = ImageContent if kind == "image" else AudioContent
+        mime_type = str(raw.get("mimeType", ""))
+        return cls(data=raw["data"], mime_type=mime_type, annotations=annotations, meta=meta, raw=raw)
+    if kind == "resource_link" and isinstance(raw.get("uri"), str):
+        return ResourceLink(
+            uri=raw["uri"],
+            name=_opt_str(raw.get("name")),
+            title=_opt_str(raw.get("title")),
+            description=_opt_str(raw.get("description")),
+            mime_type=_opt_str(raw.get("mimeType")),
+            meta=meta,
+            raw=raw,
+        )
+    if kind == "resource" and isinstance(raw.get("resource"), dict):
+        return EmbeddedResource(
+            resource=resource_contents_from_wire(raw["resource"]), annotations=annotations, meta=meta, raw=raw
+        )
+    return ContentBlock(type=kind if isinstance(kind, str) else "unknown", raw=raw)
+
+
+# -- listed entities -----------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Tool:
+    """A tool the server offers (``tools/list``)."""
+
+    name: str
+    title: str | None = None
+    description: str | None = None
+    input_schema: dict[str, Any] = attrs.field(factory=dict, repr=False)
+    output_schema: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    annotations: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    icons: list[dict[str, Any]] | None = attrs.field(default=None, repr=False)
+    execution: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    meta: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+
+    @classmethod
+    def from_wire(cls, raw: dict[str, Any]) -> Tool:
+        return cls(
+            name=str(raw.get("name", "")),
+            title=_opt_str(raw.get("title")),
+            description=_opt_str(raw.get("description")),
+            input_schema=_dict(raw.get("inputSchema")),
+            output_schema=raw.get("outputSchema") if isinstance(raw.get("outputSchema"), dict) else None,
+            annotations=raw.get("annotations") if isinstance(raw.get("annotations"), dict) else None,
+            icons=raw.get("icons") if isinstance(raw.get("icons"), list) else None,
+            execution=raw.get("execution") if isinstance(raw.get("execution"), dict) else None,
+            meta=raw.get(_META),
+            raw=raw,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Resource:
+    """A resource the server offers (``resources/list``)."""
+
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    annotations: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    icons: list[dict[str, Any]] | None = attrs.field(default=None, repr=False)
+    meta: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+
+    @classmethod
+    def from_wire(cls, raw: dict[str, Any]) -> Resource:
+        return cls(
+            uri=str(raw.get("uri", "")),
+            name=str(raw.get("name", "")),
+            title=_opt_str(raw.get("title")),
+            description=_opt_str(raw.get("description")),
+            mime_type=_opt_str(raw.get("mimeType")),
+            size=raw.get("size") if isinstance(raw.get("size"), int) else None,
+            annotations=raw.get("annotations") if isinstance(raw.get("annotations"), dict) else None,
+            icons=raw.get("icons") if isinstance(raw.get("icons"), list) else None,
+            meta=raw.get(_META),
+            raw=raw,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class ResourceTemplate:
+    """A URI template for resources (``resources/templates/list``)."""
+
+    uri_template: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    annotations: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    icons: list[dict[str, Any]] | None = attrs.field(default=None, repr=False)
+    meta: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+
+    @classmethod
+    def from_wire(cls, raw: dict[str, Any]) -> ResourceTemplate:
+        return cls(
+            uri_template=str(raw.get("uriTemplate", "")),
+            name=str(raw.get("name", "")),
+            title=_opt_str(raw.get("title")),
+            description=_opt_str(raw.get("description")),
+            mime_type=_opt_str(raw.get("mimeType")),
+            annotations=raw.get("annotations") if isinstance(raw.get("annotations"), dict) else None,
+            icons=raw.get("icons") if isinstance(raw.get("icons"), list) else None,
+            meta=raw.get(_META),
+            raw=raw,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class PromptArgument:
+    """One argument a prompt takes."""
+
+    name: str
+    description: str | None = None
+    required: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class Prompt:
+    """A prompt template the server offers (``prompts/list``)."""
+
+    name: str
+    title: str | None = None
+    description: str | None = None
+    arguments: list[PromptArgument] = attrs.field(factory=list)
+    icons: list[dict[str, Any]] | None = attrs.field(default=None, repr=False)
+    meta: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+
+    @classmethod
+    def from_wire(cls, raw: dict[str, Any]) -> Prompt:
+        arguments = [
+            PromptArgument(
+                name=str(arg.get("name", "")),
+                description=_opt_str(arg.get("description")),
+                required=bool(arg.get("required", False)),
+            )
+            for arg in raw.get("arguments") or []
+            if isinstance(arg, dict)
+        ]
+        return cls(
+            name=str(raw.get("name", "")),
+            title=_opt_str(raw.get("title")),
+            description=_opt_str(raw.get("description")),
+            arguments=arguments,
+            icons=raw.get("icons") if isinstance(raw.get("icons"), list) else None,
+            meta=raw.get(_META),
+            raw=raw,
+        )
+
+
+T = TypeVar("T")
+
+
+@attrs.frozen(kw_only=True)
+class Page(Generic[T]):
+    """One page of a list: ``items``, ``next_cursor`` (None at the end), cache hints."""
+
+    items: list[T]
+    next_cursor: str | None = None
+    ttl_ms: int | None = None
+    cache_scope: str | None = None
+    meta: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+
+    def __iter__(self) -> Any:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+# -- operation results ---------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class CallToolResult:
+    """The result of ``call_tool``: ``content`` blocks, ``structured_content``, ``is_error``."""
+
+    content: list[Content] = attrs.field(factory=list)
+    structured_content: Any = None
+    is_error: bool = False
+    meta: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+
+    @property
+    def text(self) -> str:
+        """The text content blocks, joined."""
+        return _join_text(self.content)
+
+    @classmethod
+    def from_wire(cls, raw: dict[str, Any]) -> CallToolResult:
+        content = raw.get("content")
+        return cls(
+            content=[content_from_wire(block) for block in content] if isinstance(content, list) else [],
+            structured_content=raw.get("structuredContent"),
+            is_error=raw.get("isError") is True,
+            meta=raw.get(_META),
+            raw=raw,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class ReadResourceResult:
+    """The result of ``read_resource``: ``contents`` (text or blob)."""
+
+    contents: list[ResourceContents] = attrs.field(factory=list)
+    ttl_ms: int | None = None
+    cache_scope: str | None = None
+    meta: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+
+    @property
+    def text(self) -> str:
+        """The text contents, joined."""
+        return "".join(c.text for c in self.contents if isinstance(c, TextResourceContents))
+
+    @classmethod
+    def from_wire(cls, raw: dict[str, Any]) -> ReadResourceResult:
+        contents = raw.get("contents")
+        return cls(
+            contents=[resource_contents_from_wire(c) for c in contents if isinstance(c, dict)]
+            if isinstance(contents, list)
+            else [],
+            ttl_ms=raw.get("ttlMs") if isinstance(raw.get("ttlMs"), int) else None,
+            cache_scope=_opt_str(raw.get("cacheScope")),
+            meta=raw.get(_META),
+            raw=raw,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class PromptMessage:
+    """One message of a prompt: ``role`` and one ``content`` block."""
+
+    role: str
+    content: Content
+
+    @property
+    def text(self) -> str | None:
+        return self.content.text if isinstance(self.content, TextContent) else None
+
+
+@attrs.frozen(kw_only=True)
+class GetPromptResult:
+    """The result of ``get_prompt``: ``description`` and ``messages``."""
+
+    messages: list[PromptMessage] = attrs.field(factory=list)
+    description: str | None = None
+    meta: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+
+    @classmethod
+    def from_wire(cls, raw: dict[str, Any]) -> GetPromptResult:
+        messages = raw.get("messages")
+        return cls(
+            messages=[
+                PromptMessage(role=str(m.get("role", "")), content=content_from_wire(m.get("content")))
+                for m in messages
+                if isinstance(m, dict)
+            ]
+            if isinstance(messages, list)
+            else [],
+            description=_opt_str(raw.get("description")),
+            meta=raw.get(_META),
+            raw=raw,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Completion:
+    """The result of ``complete``: suggested ``values``, ``total``, ``has_more``."""
+
+    values: list[str] = attrs.field(factory=list)
+    total: int | None = None
+    has_more: bool = False
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+
+    @classmethod
+    def from_wire(cls, raw: dict[str, Any]) -> Completion:
+        completion = _dict(raw.get("completion"))
+        values = completion.get("values")
+        return cls(
+            values=[v for v in values if isinstance(v, str)] if isinstance(values, list) else [],
+            total=completion.get("total") if isinstance(completion.get("total"), int) else None,
+            has_more=completion.get("hasMore") is True,
+            raw=raw,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class DiscoverResult:
+    """What ``server/discover`` told about a modern server."""
+
+    supported_versions: list[str] = attrs.field(factory=list)
+    capabilities: dict[str, Any] = attrs.field(factory=dict)
+    server_info: dict[str, Any] | None = None
+    instructions: str | None = None
+    ttl_ms: int | None = None
+    cache_scope: str | None = None
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+
+    @classmethod
+    def from_wire(cls, raw: dict[str, Any]) -> DiscoverResult:
+        versions = raw.get("supportedVersions")
+        info = _dict(raw.get(_META)).get("io.modelcontextprotocol/serverInfo")
+        return cls(
+            supported_versions=[v for v in versions if isinstance(v, str)] if isinstance(versions, list) else [],
+            capabilities=_dict(raw.get("capabilities")),
+            server_info=info if isinstance(info, dict) else None,
+            instructions=_opt_str(raw.get("instructions")),
+            ttl_ms=raw.get("ttlMs") if isinstance(raw.get("ttlMs"), int) else None,
+            cache_scope=_opt_str(raw.get("cacheScope")),
+            raw=raw,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class InitializeResult:
+    """What a legacy server answered to ``initialize``."""
+
+    protocol_version: str
+    capabilities: dict[str, Any] = attrs.field(factory=dict)
+    server_info: dict[str, Any] | None = None
+    instructions: str | None = None
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+
+    @classmethod
+    def from_wire(cls, raw: dict[str, Any]) -> InitializeResult:
+        info = raw.get("serverInfo")
+        return cls(
+            protocol_version=str(raw.get("protocolVersion", "")),
+            capabilities=_dict(raw.get("capabilities")),
+            server_info=info if isinstance(info, dict) else None,
+            instructions=_opt_str(raw.get("instructions")),
+            raw=raw,
+        )
