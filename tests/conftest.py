@@ -1,0 +1,132 @@
+"""Shared test fixtures: the real peers (the Python SDK server, server-everything)
+and the project's fault server, started and stopped by the tests themselves."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVERS = Path(__file__).resolve().parent / "servers"
+SDK_SERVER = str(SERVERS / "sdk_server.py")
+FAULT_SERVER = str(SERVERS / "fault_server.py")
+EVERYTHING_VERSION = "2026.8.31"
+NPM_PREFIX = Path(os.environ.get("MCP_SYNC_NPM_PREFIX", ROOT / ".cache" / "npm"))
+EVERYTHING_JS = NPM_PREFIX / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+PY = sys.executable
+
+
+def fault_args(*extra: str) -> list[str]:
+    return [FAULT_SERVER, *extra]
+
+
+def _install_everything() -> Path:
+    if EVERYTHING_JS.exists():
+        return EVERYTHING_JS
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.fail("npm is needed for @modelcontextprotocol/server-everything; install Node.js and npm")
+    NPM_PREFIX.mkdir(parents=True, exist_ok=True)
+    cmd = [npm, "install", "--prefix", str(NPM_PREFIX), "--no-audit", "--no-fund", "--loglevel=error",
+           f"@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"]
+    for attempt in (1, 2):  # retry once: the registry is sometimes slow to answer
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if result.returncode == 0 and EVERYTHING_JS.exists():
+            return EVERYTHING_JS
+        if attempt == 2:
+            pytest.fail(f"npm install of server-everything failed (is the npm registry reachable?):\n{result.stderr}")
+    return EVERYTHING_JS
+
+
+@pytest.fixture(scope="session")
+def everything_js() -> Path:
+    """Path of server-everything's dist/index.js (installed into .cache/npm on first use)."""
+    return _install_everything()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def running_server(cmd: list[str], port: int, env: dict[str, str] | None = None, ready_timeout: float = 30.0
+                   ) -> Iterator[subprocess.Popen[bytes]]:
+    """Start an HTTP server process, wait for its port, stop it (and its group) afterwards."""
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.Popen(cmd, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + ready_timeout
+        while True:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+                raise RuntimeError(f"server {cmd} exited with {proc.returncode}: {err[-2000:]}")
+            with socket.socket() as s:
+                s.settimeout(0.2)
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"server {cmd} did not listen on {port} within {ready_timeout}s")
+            time.sleep(0.05)
+        # keep its stderr drained so it never blocks
+        threading.Thread(target=lambda: proc.stderr and proc.stderr.read(), daemon=True).start()
+        yield proc
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, 15)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, 9)
+            proc.wait(5)
+
+
+@pytest.fixture(scope="module")
+def sdk_http_url() -> Iterator[str]:
+    """A Python SDK (mcp==2.3.0) server over Streamable HTTP, both eras, at this URL."""
+    port = free_port()
+    with running_server([PY, SDK_SERVER, "http", "--port", str(port)], port):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@pytest.fixture(scope="module")
+def everything_http_url(everything_js: Path) -> Iterator[str]:
+    """server-everything (2025-11-25) over Streamable HTTP."""
+    port = free_port()
+    with running_server(["node", str(everything_js), "streamableHttp"], port, env={"PORT": str(port)}):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@pytest.fixture(scope="module")
+def everything_sse_url(everything_js: Path) -> Iterator[str]:
+    """server-everything over the deprecated HTTP+SSE transport."""
+    port = free_port()
+    with running_server(["node", str(everything_js), "sse"], port, env={"PORT": str(port)}):
+        yield f"http://127.0.0.1:{port}/sse"
+
+
+@pytest.fixture
+def no_leaks() -> Iterator[None]:
+    """Fail the test if it leaves threads behind (every client must be closed)."""
+    before = set(threading.enumerate())
+    yield
+    deadline = time.monotonic() + 5
+    while True:
+        extra = [t for t in threading.enumerate() if t not in before and t.name.startswith("mcp_sync")]
+        if not extra or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert not extra, f"threads left running: {[t.name for t in extra]}"

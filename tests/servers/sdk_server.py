@@ -1,0 +1,175 @@
+"""Peer test server for mcp_sync, built on the official Python SDK (mcp==2.3.0, MCPServer).
+
+Run:  python sdk_server.py stdio
+      python sdk_server.py http --port N     (Streamable HTTP on http://127.0.0.1:N/mcp)
+
+Tools: echo, add (structured output), slow (progress + log + cancellable), fail (isError),
+add_tool (registers a tool at runtime, announces tools/list_changed), ask_name (elicitation:
+elicitation/create mid-call on 2025-11-25, InputRequiredResult/MRTR on 2026-07-28).
+Resources: test://static, template test://items/{id}.  Prompt: greet(name), with completion.
+
+How the SDK picks the protocol era (mcp/server/runner.py `serve_dual_era_loop`, verified on
+the wire, transcripts in /tmp/notes/peers.md):
+- One stdio process serves either era; the client's FIRST request decides, once per process.
+  A non-`initialize` request whose params carry the `_meta` envelope
+  (io.modelcontextprotocol/protocolVersion, ...) opens a modern connection; anything else
+  (normally `initialize`) opens a legacy one.  The era is then locked.
+- Modern connection: a later `initialize` gets -32022 (UNSUPPORTED_PROTOCOL_VERSION) with
+  data.supported listing the modern versions.
+- Legacy connection: a later enveloped request (`server/discover` with `_meta`) gets -32600.
+  A `server/discover` WITHOUT `_meta` as first message also opens the legacy era.
+- Modern request with an unknown protocolVersion in `_meta`: -32022 with
+  data = {"supported": [...modern versions], "requested": "<that version>"}.
+- Streamable HTTP (/mcp): a POST carrying `MCP-Protocol-Version: 2026-07-28` (+ Mcp-Method /
+  Mcp-Name headers, `_meta` envelope) is served statelessly (no session id); a POST of
+  `initialize` starts a legacy session (Mcp-Session-Id header).
+- tools.listChanged: on the legacy handshake it is advertised only when NotificationOptions
+  says so; `run_stdio` below passes tools_changed=True, plain `MCPServer.run("streamable-http")`
+  does not (HTTP legacy advertises listChanged=false but the notification is still sent).
+  On 2026-07-28 it is advertised iff `subscriptions/listen` is served (the default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from typing import Annotated, Any
+
+import anyio
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
+from mcp.server.stdio import stdio_server
+from mcp_types import (
+    Completion,
+    CompletionArgument,
+    CompletionContext,
+    EmptyResult,
+    PromptReference,
+    ResourceTemplateReference,
+    SetLevelRequestParams,
+)
+from pydantic import BaseModel
+
+warnings.filterwarnings("ignore", category=DeprecationWarning)
+
+server = MCPServer("sdk-test-server", version="1.0.0")
+NAMES = ["Alice", "Albert", "Bob", "Carol"]
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers (structured output: {"result": a+b})."""
+    return a + b
+
+
+@server.tool()
+async def slow(seconds: float, ctx: Context) -> str:
+    """Sleep `seconds`, reporting progress every 0.1 s; cancellable."""
+    steps = max(1, int(seconds / 0.1))
+    await ctx.log("info", f"slow: sleeping {seconds}s")  # pyright: ignore[reportDeprecated]
+    for i in range(steps):
+        await anyio.sleep(seconds / steps)
+        await ctx.report_progress(i + 1, steps, f"step {i + 1}/{steps}")
+    return f"slept {seconds}"
+
+
+@server.tool()
+def fail() -> str:
+    """Always raise; the SDK turns this into an isError result."""
+    raise RuntimeError("deliberate failure")
+
+
+@server.tool()
+async def add_tool(name: str, ctx: Context) -> str:
+    """Register a new echo-like tool called `name` and announce tools/list_changed."""
+
+    def dynamic(text: str = "") -> str:
+        return f"{name}: {text}"
+
+    server.add_tool(dynamic, name=name, description=f"dynamically added tool {name}")
+    await ctx.notify_tools_changed()  # modern: subscriptions/listen streams
+    if ctx.protocol_version is not None and ctx.protocol_version <= "2025-11-25":
+        await ctx.session.send_tool_list_changed()  # legacy: plain notification
+    return f"added {name}"
+
+
+class NameForm(BaseModel):
+    name: str
+
+
+def _ask() -> Elicit[NameForm]:
+    return Elicit("What is your name?", NameForm)
+
+
+@server.tool()
+def ask_name(form: Annotated[NameForm, Resolve(_ask)]) -> str:
+    """Elicit a name from the client and greet it."""
+    return f"Hello, {form.name}"
+
+
+@server.resource("test://static", mime_type="text/plain")
+def static_resource() -> str:
+    """A static text resource."""
+    return "static content"
+
+
+@server.resource("test://items/{id}", mime_type="text/plain")
+def item(id: str) -> str:
+    """Resource template: one item per id."""
+    return f"item {id}"
+
+
+@server.prompt()
+def greet(name: str) -> str:
+    """A one-message user prompt greeting `name`."""
+    return f"Please greet {name}."
+
+
+@server.completion()
+async def complete(
+    ref: PromptReference | ResourceTemplateReference,
+    argument: CompletionArgument,
+    context: CompletionContext | None,
+) -> Completion | None:
+    """Complete greet's `name` argument from a fixed list."""
+    if isinstance(ref, PromptReference) and ref.name == "greet" and argument.name == "name":
+        values = [n for n in NAMES if n.lower().startswith(argument.value.lower())]
+        return Completion(values=values, total=len(values), has_more=False)
+    return None
+
+
+async def _set_level(ctx: Any, params: SetLevelRequestParams) -> EmptyResult:
+    return EmptyResult()
+
+
+# MCPServer has no public logging/setLevel hook; registering one advertises `logging`.
+server._lowlevel_server.add_request_handler("logging/setLevel", SetLevelRequestParams, _set_level)  # pyright: ignore[reportPrivateUsage]
+
+
+async def run_stdio() -> None:
+    """Like MCPServer.run_stdio_async, but advertising tools.listChanged on the legacy handshake."""
+    low = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
+    options = low.create_initialization_options(NotificationOptions(tools_changed=True))
+    async with stdio_server() as (read_stream, write_stream):
+        await low.run(read_stream, write_stream, options)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("transport", choices=["stdio", "http"])
+    parser.add_argument("--port", type=int, default=8000)
+    args = parser.parse_args()
+    if args.transport == "stdio":
+        anyio.run(run_stdio)
+    else:
+        server.run("streamable-http", host="127.0.0.1", port=args.port, streamable_http_path="/mcp")
+
+
+if __name__ == "__main__":
+    main()
