@@ -14,6 +14,7 @@ import time
 import pytest
 
 import mcp_sync
+
 from conftest import PY, fault_args
 
 pytestmark = pytest.mark.timeout(60)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import mcp_sync
+
 from conftest import PY, SDK_SERVER
 
 pytestmark = pytest.mark.timeout(60)
