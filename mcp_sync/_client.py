@@ -7,10 +7,12 @@ touch the wire. The era logic lives in :mod:`._lifecycle`, the threads in
 
 from __future__ import annotations
 
+import atexit
 import enum
 import logging
 import threading
 import time
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from ._engine import Engine, ProgressCallback
@@ -74,6 +76,19 @@ _LOG_LEVELS = {
 }
 _INPUT_METHODS_ALLOWED = ("tools/call", "resources/read", "prompts/get")  # R1
 _LOAD_SHED_BACKOFF = (0.05, 0.25)  # first delay, cap (seconds)
+
+
+#: Clients with a live connection, closed at interpreter exit so no server process is orphaned.
+_OPEN_CLIENTS: weakref.WeakSet[Client] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_clients() -> None:
+    for client in list(_OPEN_CLIENTS):
+        try:
+            client.close()
+        except Exception:  # at exit, closing is best effort
+            log.debug("mcp_sync: closing a client at exit failed", exc_info=True)
 
 
 class ClientState(enum.Enum):
@@ -289,6 +304,7 @@ class Client:
                 raise
             self._engine, self._negotiated = engine, negotiated
             self._state = ClientState.OPEN
+            _OPEN_CLIENTS.add(self)
             return negotiated
 
     def _new_engine(self) -> Engine:
@@ -310,6 +326,7 @@ class Client:
             if self._state is ClientState.CLOSED:
                 return
             self._state = ClientState.CLOSED
+            _OPEN_CLIENTS.discard(self)
             engine, dispatcher = self._engine, self._dispatcher
             self._engine = None
         if engine is not None:
