@@ -35,6 +35,7 @@ log = logging.getLogger("mcp_sync")
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
 NotificationCallback = Callable[[str, dict], None]
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 #: Answers one server-to-client request: ``(method, params) -> result``; raise
 #: ServerRequestError to answer with an error. Runs on a handler thread.
 ServerRequestHandler = Callable[[str, dict], dict]
@@ -64,17 +65,22 @@ class Engine:
         *,
         on_notification: NotificationCallback | None = None,
         on_server_request: ServerRequestHandler | None = None,
+        before_notification: NotificationCallback | None = None,
         dispatcher: Dispatcher | None = None,
     ) -> None:
         self.transport = transport
         self.name = getattr(transport, "name", "server")
         self.on_notification = on_notification
         self.on_server_request = on_server_request
+        #: Runs on the reader thread before a notification is queued: must be quick
+        #: and run no user code (the client invalidates its cache here, C6).
+        self.before_notification = before_notification
         self.dispatcher = dispatcher or Dispatcher(self.name)
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._pending: dict[Any, _Pending] = {}
         self._progress: dict[Any, _Pending] = {}
+        self._streams: dict[Any, NotificationCallback] = {}
         self._handler_threads: set[threading.Thread] = set()
         self._closed_error: ConnectionClosed | None = None
         self._started = False
@@ -118,13 +124,17 @@ class Engine:
         progress: ProgressCallback | None = None,
         headers: Mapping[str, str] | None = None,
         cancel_on_timeout: bool = True,
+        on_stream: NotificationCallback | None = None,
     ) -> dict[str, Any]:
         """Send a request and block for its result (a dict).
 
         Raises ServerError for a JSON-RPC error answer, RequestTimeout,
         Cancelled, ConnectionClosed or ProtocolError. A request that timed out
         or was cancelled after it was written is cancelled on the wire (K1),
-        once; a late answer to it is ignored (K3).
+        once; a late answer to it is ignored (K3). ``on_stream(method, params)``
+        receives, on the dispatch thread, the notifications whose
+        ``_meta["io.modelcontextprotocol/subscriptionId"]`` is this request's id
+        while it is open (T3, U3: ``subscriptions/listen``).
         """
         if cancel is not None and cancel.cancelled:
             raise Cancelled(f"{method} cancelled before it was sent", reason=cancel.reason, method=method)
@@ -142,6 +152,8 @@ class Engine:
             self._pending[request_id] = pending
             if progress is not None:
                 self._progress[token] = pending
+            if on_stream is not None:
+                self._streams[request_id] = on_stream
         remove_callback: Callable[[], None] | None = None
         if cancel is not None:
             remove_callback = cancel.add_callback(
@@ -170,6 +182,7 @@ class Engine:
                 self._pending.pop(request_id, None)
                 if progress is not None:
                     self._progress.pop(token, None)
+                self._streams.pop(request_id, None)
         try:
             return pending.outcome.result()  # type: ignore[no-any-return]
         except (Cancelled, RequestTimeout) as exc:
@@ -299,6 +312,18 @@ class Engine:
                     self.dispatcher.submit(pending.progress, progress, params.get("total"), params.get("message"))
                     return
             log.debug("mcp_sync: progress for an unknown or finished request (dropped): %.200r", params)
+        if self.before_notification is not None:
+            try:
+                self.before_notification(method, params)
+            except Exception:
+                log.exception("mcp_sync: before_notification failed")
+        meta = params.get("_meta")
+        if isinstance(meta, dict) and SUBSCRIPTION_ID in meta:
+            subscription = meta[SUBSCRIPTION_ID]
+            with self._lock:  # U3: ids compare type-exactly, so "1" never matches 1
+                stream = self._streams.get(subscription) if type(subscription) is int else None
+            if stream is not None:
+                self.dispatcher.submit(stream, method, params)
         if self.on_notification is not None:
             self.dispatcher.submit(self.on_notification, method, params)
 
