@@ -18,6 +18,7 @@ import logging
 
 from ._client import USE_CLIENT_DEFAULT, Client, ClientState
 from ._connect import connect
+from ._handlers import apply_defaults
 from ._lifecycle import LEGACY_VERSIONS, MODERN_VERSIONS
 from ._version import __version__
 from .cancellation import CancellationToken
@@ -110,5 +111,6 @@ __all__ = [
     "ToolError",
     "UnsupportedProtocolVersionError",
     "__version__",
+    "apply_defaults",
     "connect",
 ]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence, Ty
 from ._engine import Engine, ProgressCallback
 from ._handlers import INPUT_METHODS, Handlers, Roots
 from ._lifecycle import Lifecycle, Negotiated
-from ._threads import Dispatcher
+from ._threads import Dispatcher, run_concurrently
 from ._version import __version__
 from .cancellation import CancellationToken
 from .exceptions import (
@@ -76,6 +76,7 @@ _LOG_LEVELS = {
 }
 _INPUT_METHODS_ALLOWED = ("tools/call", "resources/read", "prompts/get")  # R1
 _LOAD_SHED_BACKOFF = (0.05, 0.25)  # first delay, cap (seconds)
+RELATED_TASK = "io.modelcontextprotocol/related-task"
 
 
 #: Clients with a live connection, closed at interpreter exit so no server process is orphaned.
@@ -452,18 +453,23 @@ class Client:
                 request_state=state,
                 method=method,
             )
+        # Handlers may take minutes (a person answering): run them side by side.
+        outcomes = run_concurrently(
+            {key: (self._handlers.answer, req["method"], req.get("params") or {}) for key, req in requests.items()},
+            self._engine.name if self._engine else "server",
+        )
         answers: dict[str, Any] = {}
-        for key, req in requests.items():
-            params = req.get("params") if isinstance(req.get("params"), dict) else {}
-            try:
-                answers[key] = self._handlers.answer(req["method"], params)
-            except ServerRequestError as exc:
+        for key, (value, error) in outcomes.items():
+            if isinstance(error, ServerRequestError):
                 raise InputRequiredError(
-                    f"{method}: the handler for {req['method']} refused: {exc.message}",
+                    f"{method}: the handler for {requests[key]['method']} refused: {error.message}",
                     input_requests=requests,
                     request_state=state,
                     method=method,
-                ) from exc
+                ) from error
+            if error is not None:
+                raise error
+            answers[key] = value
         return answers
 
     def _require(self, capability: str, method: str) -> None:
@@ -485,7 +491,25 @@ class Client:
             self.on_notification(method, params)
 
     def _answer_server_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        return self._handlers.answer(method, params)
+        """A legacy server-to-client request (LG10), on a handler thread."""
+        result = self._handlers.answer(method, params)
+        related = (params.get("_meta") or {}).get(RELATED_TASK)
+        if related is not None:  # LG12: answers about a task carry its id back
+            result = {**result, "_meta": {**(result.get("_meta") or {}), RELATED_TASK: related}}
+        return result
+
+    def set_roots(self, roots: Roots) -> None:
+        """Replace the roots given to the server (a list, or a callable asked each time).
+
+        Legacy servers are told with ``notifications/roots/list_changed`` (LG10);
+        modern servers ask for roots per request, so they see the new ones next time.
+
+        Example: ``client.set_roots(["file:///home/me/project"])``
+        """
+        self._handlers.on_roots = roots
+        negotiated = self._negotiated
+        if negotiated is not None and negotiated.era == "legacy" and self._engine is not None:
+            self._engine.notify("notifications/roots/list_changed")
 
     # -- listing --------------------------------------------------------------------------
 

@@ -29,6 +29,32 @@ def join_quietly(thread: threading.Thread | None, timeout: float) -> None:
         thread.join(timeout)
 
 
+def run_concurrently(
+    calls: dict[str, tuple[Callable[..., Any], ...]], server: str
+) -> dict[str, tuple[Any, BaseException | None]]:
+    """Run each ``key: (function, *args)`` and return ``key: (value, error)``.
+
+    One call runs on the calling thread; more run on helper threads, joined
+    before this returns (so nothing outlives it).
+    """
+
+    def run(key: str) -> None:
+        function, *args = calls[key]
+        try:
+            results[key] = (function(*args), None)
+        except Exception as exc:
+            results[key] = (None, exc)
+
+    results: dict[str, tuple[Any, BaseException | None]] = {}
+    keys = list(calls)
+    helpers = [spawn(lambda k=key: run(k), "handler", server) for key in keys[1:]]  # type: ignore[misc]
+    if keys:
+        run(keys[0])
+    for thread in helpers:
+        thread.join()
+    return {key: results[key] for key in keys}
+
+
 class Outcome:
     """A write-once slot: a result or an exception, settled by whichever comes first.
 

@@ -221,4 +221,8 @@ def server_error_from(error: Any, *, method: str | None = None, request_id: Any 
     cls: type[ServerError] = ServerError
     if code == UNSUPPORTED_PROTOCOL_VERSION:
         cls = UnsupportedProtocolVersionError
+    data = error.get("data")
+    if code == MISSING_REQUIRED_CLIENT_CAPABILITY and isinstance(data, dict) and data.get("requiredCapabilities"):
+        # E4: name the capability, so the fix (register a handler) is obvious
+        message = f"{message} (the server requires client capabilities {data['requiredCapabilities']})"
     return cls(code, message, error.get("data"), method=method, request_id=request_id)

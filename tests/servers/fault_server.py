@@ -119,6 +119,16 @@ Behaviours (``--behaviour NAME``, repeatable)
       Delays every answer (not progress notifications) by ``--delay``
       seconds, default 0.5.
 
+Unlisted tools (modern requests; any era flag)
+  ``mrtr_ask`` {tag}: answers ``input_required`` asking ``name`` (an
+  ``elicitation/create`` form); the retry must echo ``requestState`` (which
+  carries ``tag``: a state from another call is refused with -32602); then
+  answers the JSON ``{"tag", "responses"}`` it got.  ``mrtr_many`` {tag}: the
+  same with two requests, ``roots`` (roots/list) and ``llm``
+  (sampling/createMessage).  ``mrtr_endless``: asks again on every round.
+  ``mrtr_shed``: answers state-only ``input_required`` (load shedding) twice,
+  then "done after 2 retries".
+
 ``--version V`` sets the server version reported in serverInfo (default
 "1.0").
 """
@@ -553,6 +563,40 @@ class FaultServer:
             lines = int(arguments.get("lines", 20000))
             self.flood_stderr(lines)
             return text_result(f"wrote {lines} lines")
+        if isinstance(name, str) and name.startswith("mrtr_"):
+            return self.mrtr(name, arguments, request.params)
+        raise RpcError(-32602, f"Unknown tool: {name}")
+
+    def mrtr(self, name: str, arguments: JsonObject, params: JsonObject) -> JsonObject:
+        """The unlisted ``mrtr_*`` tools: multi round-trip (input_required) answers."""
+        state_text = params.get("requestState")
+        responses = params.get("inputResponses")
+        state = json.loads(state_text) if isinstance(state_text, str) else None
+        tag = str(arguments.get("tag", ""))
+        if state is not None and state.get("tag") != tag:
+            raise RpcError(-32602, f"requestState of another request: {state_text}")
+        rounds = state["round"] if state else 0
+        next_state = json.dumps({"tag": tag, "round": rounds + 1})
+        if name == "mrtr_shed":  # load shedding: state only, twice, then done
+            if rounds < 2:
+                return {"resultType": "input_required", "requestState": next_state}
+            return text_result(f"done after {rounds} retries")
+        asks: JsonObject = {
+            "mrtr_ask": {"name": {"method": "elicitation/create", "params": {
+                "mode": "form", "message": "Your name?",
+                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}},
+                                    "required": ["name"]}}}},
+            "mrtr_many": {
+                "roots": {"method": "roots/list"},
+                "llm": {"method": "sampling/createMessage", "params": {
+                    "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 5}},
+            },
+        }
+        if name == "mrtr_endless" or (name in asks and not responses):
+            requests = asks.get(name) or {f"q{rounds}": {"method": "roots/list"}}
+            return {"resultType": "input_required", "inputRequests": requests, "requestState": next_state}
+        if name in asks:
+            return text_result(json.dumps({"tag": tag, "responses": responses}, sort_keys=True))
         raise RpcError(-32602, f"Unknown tool: {name}")
 
     def slow(self, request: Request, seconds: float) -> JsonObject:
