@@ -77,6 +77,7 @@ _LOG_LEVELS = {
 _INPUT_METHODS_ALLOWED = ("tools/call", "resources/read", "prompts/get")  # R1
 _LOAD_SHED_BACKOFF = (0.05, 0.25)  # first delay, cap (seconds)
 RELATED_TASK = "io.modelcontextprotocol/related-task"
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 
 #: Clients with a live connection, closed at interpreter exit so no server process is orphaned.
@@ -383,25 +384,41 @@ class Client:
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        on_stream: Callable[[str, dict], None] | None = None,
+        extensions: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
+        """The one request path: envelope, engine, resultType check.
+
+        ``headers`` are extra HTTP headers for this request (x-mcp-header);
+        ``on_stream`` receives the notifications of a subscription stream;
+        ``extensions`` are declared on this request only (E3: per request).
+        """
         negotiated = self._connected()
         engine = self._engine
         if engine is None:
             raise ClientStateError("the client is closed")
-        wire_params = self._lifecycle.params(negotiated, params, dict(meta) if meta else None)
+        wire_params = self._lifecycle.params(negotiated, params, dict(meta) if meta else None, extensions)
         result = engine.request(
             method,
             wire_params,
             timeout=self.timeout if timeout is USE_CLIENT_DEFAULT else timeout,
             cancel=cancel,
             progress=progress,
+            headers=headers,
+            on_stream=on_stream,
         )
         kind = result.get("resultType", "complete")  # J5: absent means complete
         if kind == "complete" or negotiated.era == "legacy":
             return result
         if kind == "input_required" and method in _INPUT_METHODS_ALLOWED:
             return result
+        if kind == "task" and method == "tools/call" and self._declares_tasks(extensions):
+            return result  # X2: only tools/call, only when the extension was declared
         raise ProtocolError(f"{method}: unexpected resultType {kind!r}", method=method)  # J4, R1
+
+    def _declares_tasks(self, extensions: Mapping[str, Any] | None) -> bool:
+        return TASKS_EXTENSION in (extensions or {}) or TASKS_EXTENSION in self._handlers.extensions
 
     def _send_with_input(self, method: str, params: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         """Send, then drive ``input_required`` rounds (MRTR, R2-R8) to a complete result."""

@@ -26,7 +26,7 @@ sent first.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import attrs
 
@@ -110,12 +110,24 @@ class Lifecycle:
             meta[META_LOG_LEVEL] = self.log_level
         return meta
 
-    def params(self, negotiated: Negotiated, params: dict[str, Any] | None, meta: dict[str, Any] | None) -> dict:
+    def params(
+        self,
+        negotiated: Negotiated,
+        params: dict[str, Any] | None,
+        meta: dict[str, Any] | None,
+        extensions: Mapping[str, Any] | None = None,
+    ) -> dict:
         """Request params for the negotiated era: modern requests get the envelope,
-        merged over the caller's ``meta`` (the envelope's keys win)."""
+        merged over the caller's ``meta`` (the envelope's keys win), declaring
+        ``extensions`` on top of the client-wide capabilities for this request."""
         out = dict(params) if params else {}
         if negotiated.era == "modern":
-            out["_meta"] = {**(meta or {}), **self.meta(negotiated.protocol_version)}
+            envelope = self.meta(negotiated.protocol_version)
+            if extensions:
+                capabilities = dict(envelope[META_CLIENT_CAPABILITIES])
+                capabilities["extensions"] = {**capabilities.get("extensions", {}), **extensions}
+                envelope[META_CLIENT_CAPABILITIES] = capabilities
+            out["_meta"] = {**(meta or {}), **envelope}
         elif meta:
             out["_meta"] = dict(meta)
         return out
