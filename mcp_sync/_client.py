@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence, Ty
 
 from ._engine import Engine, ProgressCallback
 from ._handlers import INPUT_METHODS, Handlers, Roots
+from ._headers import HEADER_MISMATCH, param_headers, tool_header_problem
 from ._lifecycle import Lifecycle, Negotiated
+from ._tasks import Task
 from ._threads import Dispatcher, run_concurrently
 from ._version import __version__
 from .cancellation import CancellationToken
@@ -174,6 +176,9 @@ class Client:
             log_level=log_level,
         )
         self._lock = threading.RLock()
+        # x-mcp-header (H8): each listed tool's inputSchema, for mirroring call arguments into headers
+        self._tool_schemas: dict[str, dict[str, Any]] = {}
+        self._tool_schemas_lock = threading.Lock()
         self._state = ClientState.NEW
         self._engine: Engine | None = None
         self._negotiated: Negotiated | None = None
@@ -565,7 +570,48 @@ class Client:
 
     def list_tools(self, cursor: str | None = None, **kwargs: Any) -> Page[Tool]:
         """One page of tools. Example: ``page = client.list_tools(); page.items, page.next_cursor``."""
-        return self._page("tools/list", "tools", Tool.from_wire, "tools", cursor, **kwargs)
+        return self._check_tool_headers(self._page("tools/list", "tools", Tool.from_wire, "tools", cursor, **kwargs))
+
+    def _mirrors_param_headers(self) -> bool:
+        """x-mcp-header applies on modern connections over a transport that mirrors it (HTTP, H8)."""
+        negotiated, engine = self._negotiated, self._engine
+        if negotiated is None or negotiated.era != "modern" or engine is None:
+            return False
+        return bool(getattr(engine.transport, "mirrors_param_headers", False))
+
+    def _check_tool_headers(self, page: Page[Tool]) -> Page[Tool]:
+        """H9: drop tools whose x-mcp-header annotations are invalid (with a warning); remember the
+        schemas of the others for :meth:`_param_headers`."""
+        if not self._mirrors_param_headers():
+            return page
+        kept: list[Tool] = []
+        with self._tool_schemas_lock:
+            for tool in page.items:
+                problem = tool_header_problem(tool.raw)
+                if problem is None:
+                    kept.append(tool)
+                    self._tool_schemas[tool.name] = tool.input_schema
+                else:
+                    log.warning("mcp_sync: ignoring tool %r: %s (H9)", tool.name, problem)
+                    self._tool_schemas.pop(tool.name, None)
+        if len(kept) == len(page.items):
+            return page
+        return Page(
+            items=kept,
+            next_cursor=page.next_cursor,
+            ttl_ms=page.ttl_ms,
+            cache_scope=page.cache_scope,
+            meta=page.meta,
+            raw=page.raw,
+        )
+
+    def _param_headers(self, name: str, arguments: Mapping[str, Any]) -> dict[str, str] | None:
+        """The ``Mcp-Param-*`` headers of a call (H8), from the schema seen when tools were listed."""
+        if not self._mirrors_param_headers():
+            return None
+        with self._tool_schemas_lock:
+            schema = self._tool_schemas.get(name)
+        return (param_headers(schema, arguments) or None) if schema else None
 
     def tools(self, **kwargs: Any) -> Iterator[Tool]:
         """Every tool, fetching pages lazily. Example: ``for tool in client.tools(): print(tool.name)``."""
@@ -624,20 +670,108 @@ class Client:
             print(result.text)
         """
         self._require("tools", "tools/call")
-        raw = self._send_with_input(
-            "tools/call",
-            {"name": name, "arguments": dict(arguments or {})},
-            timeout=timeout,
-            progress=progress,
-            cancel=cancel,
-            meta=meta,
-            input_responses=input_responses,
-            request_state=request_state,
-        )
-        result = CallToolResult.from_wire(raw)
+        args = dict(arguments or {})
+
+        def send() -> dict[str, Any]:
+            return self._send_with_input(
+                "tools/call",
+                {"name": name, "arguments": args},
+                timeout=timeout,
+                progress=progress,
+                cancel=cancel,
+                meta=meta,
+                input_responses=input_responses,
+                request_state=request_state,
+                headers=self._param_headers(name, args),
+            )
+
+        try:
+            raw = send()
+        except ServerError as exc:
+            if exc.code != HEADER_MISMATCH or not self._mirrors_param_headers():
+                raise
+            log.info("mcp_sync: %s answered HeaderMismatch for %r; listing tools again (H10)", self, name)
+            list(self.tools())  # refreshes the remembered schemas
+            raw = send()  # once: a second mismatch is raised
+        if raw.get("resultType") == "task":  # X2: a task handle, unasked: wait for it like a call
+            wait = self.timeout if timeout is USE_CLIENT_DEFAULT else timeout
+            result = Task.from_wire(raw, "modern", self).wait(timeout=wait)
+        else:
+            result = CallToolResult.from_wire(raw)
         if raise_on_error and result.is_error:
             raise ToolError(f"tool {name!r} failed: {result.text[:200]}", result=result, method="tools/call")
         return result
+
+    # -- tasks -----------------------------------------------------------------------------
+
+    def call_tool_as_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        ttl: int | None = None,
+        timeout: Any = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Task:
+        """Start a tool call as a task and return its :class:`Task` handle at once.
+
+        Modern servers get the ``io.modelcontextprotocol/tasks`` extension
+        declared on this request (X1) and decide whether to make a task; one
+        that answers at once gives an already completed Task. Legacy
+        2025-11-25 servers get ``params.task`` (LG12), with ``ttl`` in ms.
+
+        Example::
+
+            task = client.call_tool_as_task("long_job", {"input": "data"}, ttl=60_000)
+            result = task.wait(timeout=600)
+        """
+        self._require("tools", "tools/call")
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        options: dict[str, Any] = {"timeout": timeout, "cancel": cancel, "meta": meta}
+        if self._connected().era == "legacy":
+            params["task"] = {"ttl": ttl} if ttl is not None else {}
+            raw = self._send("tools/call", params, **options)
+            if isinstance(raw.get("task"), dict):
+                return Task.from_wire(raw, "legacy", self)
+        else:
+            raw = self._send_with_input("tools/call", params, extensions={TASKS_EXTENSION: {}}, **options)
+            if raw.get("resultType") == "task":
+                return Task.from_wire(raw, "modern", self)
+        # answered at once: a task that is already complete, its result inline
+        return Task(task_id="", status="completed", era="modern", raw={"result": raw}, client=self)
+
+    def _task_request(self, method: str, task: Task, **params: Any) -> dict[str, Any]:
+        extensions = {TASKS_EXTENSION: {}} if task.era == "modern" else None
+        return self._send(method, {"taskId": task.task_id, **params}, extensions=extensions)
+
+    def get_task(self, task: Task | str) -> Task:
+        """The task's current state (``tasks/get``), as a new :class:`Task`."""
+        handle = self._task_handle(task)
+        return Task.from_wire(self._task_request("tasks/get", handle), handle.era, self)
+
+    def update_task(self, task: Task | str, input_responses: Mapping[str, Any]) -> None:
+        """Answer a modern task's ``inputRequests`` (``tasks/update``, X4)."""
+        self._task_request("tasks/update", self._task_handle(task), inputResponses=dict(input_responses))
+
+    def cancel_task(self, task: Task | str) -> None:
+        """Ask the server to cancel a task (``tasks/cancel``; cooperative, K5)."""
+        self._task_request("tasks/cancel", self._task_handle(task))
+
+    def list_tasks(self) -> list[Task]:
+        """The server's tasks (legacy ``tasks/list``)."""
+        raw = self._send("tasks/list")
+        tasks = raw.get("tasks") if isinstance(raw.get("tasks"), list) else []
+        return [Task.from_wire(t, "legacy", self) for t in tasks if isinstance(t, dict)]
+
+    def _task_handle(self, task: Task | str) -> Task:
+        if isinstance(task, Task):
+            return task
+        return Task(task_id=task, status="working", era=self._connected().era, client=self)
+
+    def _task_result(self, task: Task, timeout: float | None) -> CallToolResult:
+        """Legacy ``tasks/result``: blocks until the task ends (LG12)."""
+        return CallToolResult.from_wire(self._send("tasks/result", {"taskId": task.task_id}, timeout=timeout))
 
     def read_resource(self, uri: str, **kwargs: Any) -> ReadResourceResult:
         """Read a resource. Raises :class:`ResourceNotFound` if it does not exist.

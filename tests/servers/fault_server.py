@@ -129,6 +129,10 @@ Unlisted tools (modern requests; any era flag)
   ``mrtr_shed``: answers state-only ``input_required`` (load shedding) twice,
   then "done after 2 retries".
 
+  ``task_job`` {plan}: with the tasks extension declared on the request,
+  answers ``resultType: "task"`` and serves ``tasks/get|update|cancel``
+  (see ``task_request`` for the plans); without it, a plain result.
+
 ``--version V`` sets the server version reported in serverInfo (default
 "1.0").
 """
@@ -150,6 +154,7 @@ MODERN_VERSION = "2026-07-28"
 LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 SERVER_NAME = "fault-server"
 INSTRUCTIONS = "fault server"
 CAPABILITIES: JsonObject = {
@@ -271,6 +276,7 @@ class FaultServer:
         self._stderr_lock = threading.Lock()
         self._state_lock = threading.Lock()
         self._received = 0  # requests received, for the counter tool
+        self._tasks: dict[str, JsonObject] = {}  # task_job tasks by id
         self._answered = 0  # answers written, for exit-after
         self._cursor_serial = 0  # for endless-cursor
         self._discover_seen = False  # for lock-era
@@ -445,6 +451,9 @@ class FaultServer:
             "prompts/get": self.get_prompt,
             "completion/complete": self.complete,
             "logging/setLevel": self.empty,
+            "tasks/get": self.task_request,
+            "tasks/update": self.task_request,
+            "tasks/cancel": self.task_request,
         }.get(request.method)
         if handler is None:
             raise RpcError(-32601, "Method not found")
@@ -565,7 +574,57 @@ class FaultServer:
             return text_result(f"wrote {lines} lines")
         if isinstance(name, str) and name.startswith("mrtr_"):
             return self.mrtr(name, arguments, request.params)
+        if name == "task_job":
+            return self.start_task(request, arguments)
         raise RpcError(-32602, f"Unknown tool: {name}")
+
+    def start_task(self, request: Request, arguments: JsonObject) -> JsonObject:
+        """``task_job``: a task (tasks extension) when the request declares it, else a plain result."""
+        caps = (request.params.get("_meta") or {}).get("io.modelcontextprotocol/clientCapabilities") or {}
+        if TASKS_EXTENSION not in (caps.get("extensions") or {}):
+            return text_result("no task: extension not declared")
+        with self._state_lock:
+            task_id = f"task-{len(self._tasks) + 1}"
+            self._tasks[task_id] = {"polls": 0, "plan": str(arguments.get("plan", "ok")), "answers": {}}
+        return {"resultType": "task", **self.task_view(task_id, "working")}
+
+    def task_view(self, task_id: str, status: str) -> JsonObject:
+        return {"taskId": task_id, "status": status, "createdAt": "2026-01-01T00:00:00Z",
+                "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttlMs": 60000, "pollIntervalMs": 50}
+
+    def task_request(self, request: Request) -> JsonObject:
+        """tasks/get, tasks/update, tasks/cancel for ``task_job`` tasks.
+
+        Plans (``task_job`` argument ``plan``): "ok" works for two polls then
+        completes; "ask" then needs an elicitation answer (``inputRequests``
+        key "who") before it completes with the answer; "fail" fails with
+        -32603; "forever" never ends. Cancel makes any task "cancelled".
+        """
+        task_id = request.params.get("taskId")
+        with self._state_lock:
+            task = self._tasks.get(task_id)
+            if task is None:
+                raise RpcError(-32602, f"unknown task {task_id}")
+            if request.method == "tasks/cancel":
+                task["cancelled"] = True
+                return {}
+            if request.method == "tasks/update":
+                task["answers"].update(request.params.get("inputResponses") or {})
+                return {}
+            task["polls"] += 1
+            plan, polls, answers = task["plan"], task["polls"], task["answers"]
+            if task.get("cancelled"):
+                return self.task_view(task_id, "cancelled")
+        if polls <= 2 or plan == "forever":
+            return self.task_view(task_id, "working")
+        if plan == "fail":
+            return {**self.task_view(task_id, "failed"), "error": {"code": -32603, "message": "job failed"}}
+        if plan == "ask" and "who" not in answers:
+            ask = {"method": "elicitation/create", "params": {"mode": "form", "message": "Who?", "requestedSchema": {
+                "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}}
+            return {**self.task_view(task_id, "input_required"), "inputRequests": {"who": ask}}
+        text = json.dumps({"polls": polls, "answers": answers}, sort_keys=True)
+        return {**self.task_view(task_id, "completed"), "result": text_result(text)}
 
     def mrtr(self, name: str, arguments: JsonObject, params: JsonObject) -> JsonObject:
         """The unlisted ``mrtr_*`` tools: multi round-trip (input_required) answers."""

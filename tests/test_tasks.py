@@ -1,0 +1,80 @@
+"""Tasks: the modern tasks extension (X1-X6) and legacy 2025-11-25 tasks (LG12)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+import mcp_sync
+
+from conftest import PY, fault_args
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def modern(**options: object) -> mcp_sync.Client:
+    return mcp_sync.Client.stdio(PY, fault_args("--era", "modern"), **options)  # type: ignore[arg-type]
+
+
+def test_task_polls_to_completion() -> None:
+    with modern() as client:
+        task = client.call_tool_as_task("task_job", {"plan": "ok"})
+        assert task.task_id == "task-1" and task.status == "working" and task.poll_interval_ms == 50
+        result = task.wait(timeout=10)
+        assert json.loads(result.text)["polls"] == 3
+        assert task.done and task.status == "completed"
+
+
+def test_task_without_extension_is_a_plain_call() -> None:
+    """X1: the extension is declared only on requests that want tasks."""
+    with modern() as client:
+        assert client.call_tool("task_job", {}).text == "no task: extension not declared"
+
+
+def test_unsolicited_task_is_waited_for() -> None:
+    """X2: with the extension declared client-wide, call_tool handles a task answer by itself."""
+    with modern(extensions={"io.modelcontextprotocol/tasks": {}}) as client:
+        assert json.loads(client.call_tool("task_job", {"plan": "ok"}).text)["polls"] == 3
+
+
+def test_task_input_required_answered_once() -> None:
+    """X4: inputRequests answered with the handlers through tasks/update, deduplicated."""
+    asked: list[dict] = []
+
+    def on_elicitation(params: dict) -> dict:
+        asked.append(params)
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    with modern(on_elicitation=on_elicitation) as client:
+        result = client.call_tool_as_task("task_job", {"plan": "ask"}).wait(timeout=10)
+        assert json.loads(result.text)["answers"] == {"who": {"action": "accept", "content": {"name": "Ada"}}}
+        assert len(asked) == 1
+
+
+def test_failed_cancelled_and_timed_out_tasks() -> None:
+    with modern() as client:
+        with pytest.raises(mcp_sync.ServerError, match="job failed"):
+            client.call_tool_as_task("task_job", {"plan": "fail"}).wait(timeout=10)
+        forever = client.call_tool_as_task("task_job", {"plan": "forever"})
+        started = time.monotonic()
+        with pytest.raises(mcp_sync.RequestTimeout):
+            forever.wait(timeout=0.3)
+        assert time.monotonic() - started < 2
+        client.cancel_task(forever)
+        with pytest.raises(mcp_sync.Cancelled):
+            forever.wait(timeout=5)
+        assert client.get_task(forever.task_id).status == "cancelled"
+
+
+def test_legacy_task_against_everything(everything_js: Path) -> None:
+    """LG12 against server-everything's simulate-research-query (taskSupport: required)."""
+    with mcp_sync.Client.stdio("node", [str(everything_js), "stdio"], probe_timeout=5) as client:
+        assert client.server_capabilities["tasks"]["requests"]["tools"]["call"] == {}
+        task = client.call_tool_as_task("simulate-research-query", {"topic": "bees"}, ttl=60_000)
+        assert task.era == "legacy" and task.task_id and task.status == "working"
+        result = task.wait(timeout=30)
+        assert "Research Report: bees" in result.text
+        assert any(t.task_id == task.task_id for t in client.list_tasks())
