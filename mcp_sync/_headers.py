@@ -1,0 +1,155 @@
+"""HTTP header mirroring for modern Streamable HTTP: value encoding (H7) and
+``x-mcp-header`` tool annotations (H8, H9).
+
+Pure functions, no I/O, so the client (which validates tools and computes the
+headers of a call) and the HTTP transport (which encodes ``Mcp-Name``) share
+one definition.
+
+Example::
+
+    >>> schema = {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}
+    >>> param_headers(schema, {"region": "us-west1"})
+    {'Mcp-Param-Region': 'us-west1'}
+    >>> encode_header_value("Hello, 世界")
+    '=?base64?SGVsbG8sIOS4lueVjA==?='
+"""
+
+from __future__ import annotations
+
+import base64
+import string
+from typing import Any, Iterator, Mapping
+
+from .exceptions import HEADER_MISMATCH
+
+__all__ = ["HEADER_MISMATCH", "encode_header_value", "param_headers", "tool_header_problem"]
+
+ANNOTATION = "x-mcp-header"
+PARAM_PREFIX = "Mcp-Param-"
+#: RFC 9110 section 5.6.2 ``tchar``: the only characters of a field-name token.
+_TCHAR = frozenset("!#$%&'*+-.^_`|~" + string.ascii_letters + string.digits)
+_HEADER_TYPES = ("string", "integer", "boolean")
+_MAX_SAFE_INTEGER = 2**53 - 1
+#: Schema keywords whose values are instance data, not subschemas: an
+#: "x-mcp-header" key inside a ``default`` is data, not an annotation.
+_DATA_KEYWORDS = frozenset(("default", "const", "enum", "examples"))
+_SENTINEL_PREFIX, _SENTINEL_SUFFIX = "=?base64?", "?="
+
+
+def encode_header_value(value: str) -> str:
+    """A header-safe form of ``value`` (H7).
+
+    Plain printable ASCII without leading/trailing space is sent as is;
+    anything else (non-ASCII, control characters, edge whitespace) and any
+    plain value that looks like the sentinel itself becomes
+    ``=?base64?{base64(UTF-8)}?=``.
+    """
+    plain = all(" " <= ch <= "~" for ch in value) and value == value.strip(" ")
+    if plain and not (value.startswith(_SENTINEL_PREFIX) and value.endswith(_SENTINEL_SUFFIX)):
+        return value
+    return _SENTINEL_PREFIX + base64.b64encode(value.encode("utf-8")).decode("ascii") + _SENTINEL_SUFFIX
+
+
+def _annotations(
+    schema: Any, path: tuple[str, ...], reachable: bool
+) -> Iterator[tuple[tuple[str, ...], Any, Any, bool]]:
+    """Yield ``(path, header_name, property_schema, reachable)`` for every annotation under ``schema``.
+
+    ``reachable`` is True only along a chain of ``properties`` keys from the
+    root (H9): ``items``, ``anyOf``, ``$ref``, ``$defs``... all break it.
+    """
+    if isinstance(schema, list):
+        for item in schema:
+            yield from _annotations(item, path, False)
+        return
+    if not isinstance(schema, dict):
+        return
+    if ANNOTATION in schema:
+        yield path, schema[ANNOTATION], schema, reachable and bool(path)
+    for key, value in schema.items():
+        if key == ANNOTATION or key in _DATA_KEYWORDS:
+            continue
+        if key == "properties" and isinstance(value, dict):
+            for name, sub in value.items():
+                yield from _annotations(sub, (*path, str(name)), reachable)
+        else:
+            yield from _annotations(value, (*path, key), False)
+
+
+def _property_type(prop: dict[str, Any]) -> str | None:
+    """The one header-able type of ``prop``, allowing a nullable form like ``["string", "null"]``."""
+    declared = prop.get("type")
+    types = [declared] if isinstance(declared, str) else declared if isinstance(declared, list) else []
+    concrete = [t for t in types if t != "null"]
+    if len(concrete) == 1 and concrete[0] in _HEADER_TYPES:
+        return str(concrete[0])
+    return None
+
+
+def tool_header_problem(tool_raw: Mapping[str, Any]) -> str | None:
+    """Why ``tool_raw``'s ``x-mcp-header`` annotations are invalid (H9), or None if they are fine.
+
+    Invalid: an empty name, a name that is not an RFC 9110 token (this also
+    excludes CR, LF and other controls), a duplicate (case-insensitive), an
+    annotation on a property whose type is not string/integer/boolean (so not
+    ``number``), or one not reachable from the root through ``properties`` alone.
+
+    Example::
+
+        >>> schema = {"properties": {"n": {"type": "number", "x-mcp-header": "N"}}}
+        >>> tool_header_problem({"name": "t", "inputSchema": schema})
+        "x-mcp-header 'N' on n: the property type must be string, integer or boolean"
+    """
+    schema = tool_raw.get("inputSchema")
+    seen: dict[str, str] = {}
+    for path, name, prop, reachable in _annotations(schema, (), True):
+        where = "/".join(path) or "the schema root"
+        if not isinstance(name, str) or not name:
+            return f"x-mcp-header on {where} is empty or not a string"
+        if not set(name) <= _TCHAR:
+            return f"x-mcp-header {name!r} on {where} is not an HTTP token"
+        if not reachable:
+            return f"x-mcp-header {name!r} on {where} is not reachable through 'properties' alone"
+        if _property_type(prop) is None:
+            return f"x-mcp-header {name!r} on {where}: the property type must be string, integer or boolean"
+        if name.lower() in seen:
+            return f"x-mcp-header {name!r} on {where} duplicates the one on {seen[name.lower()]} (case-insensitively)"
+        seen[name.lower()] = where
+    return None
+
+
+def param_headers(input_schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, str]:
+    """The ``Mcp-Param-{Name}`` headers for a ``tools/call`` (H8), values encoded per H7.
+
+    A value that is absent or null omits its header; strings go as is, integers
+    in decimal, booleans as ``true``/``false``. Raises ValueError for an
+    integer outside +-(2**53 - 1). Unreachable or malformed annotations are
+    skipped (such tools are dropped at listing time, see :func:`tool_header_problem`).
+    """
+    headers: dict[str, str] = {}
+    for path, name, prop, reachable in _annotations(dict(input_schema), (), True):
+        if not (reachable and isinstance(name, str) and name and set(name) <= _TCHAR):
+            continue
+        value: Any = arguments
+        for key in path:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if value is None:
+            continue
+        text = _header_text(value, _property_type(prop))
+        if text is not None:
+            headers[PARAM_PREFIX + name] = encode_header_value(text)
+    return headers
+
+
+def _header_text(value: Any, declared: str | None) -> str | None:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and declared == "integer":
+        value = int(value)
+    if isinstance(value, int):
+        if abs(value) > _MAX_SAFE_INTEGER:
+            raise ValueError(f"integer {value} is outside the range an x-mcp-header may carry (+-(2**53 - 1))")
+        return str(value)
+    if isinstance(value, str):
+        return value
+    return None
