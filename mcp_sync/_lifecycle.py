@@ -143,7 +143,9 @@ class Lifecycle:
         try:
             return engine, self._discover(engine, version, probe_timeout)
         except UnsupportedProtocolVersionError as exc:
-            modern = [v for v in exc.supported if v in MODERN_VERSIONS and v != version]
+            # V1: retry once with a mutual modern revision, even the one just sent (a server
+            # may reject a first request and list that very version: retry, do not give up)
+            modern = [v for v in MODERN_VERSIONS if v in exc.supported]
             legacy = [v for v in LEGACY_VERSIONS if v in exc.supported]
             if modern:
                 return engine, self._discover(engine, modern[0], probe_timeout)

@@ -338,3 +338,11 @@ def test_stuck_server_is_killed_on_close() -> None:
     assert transport._process is not None and transport._process.poll() is not None
     assert time.monotonic() - started < 3
     assert subprocess.run(["kill", "-0", str(transport.pid)], capture_output=True).returncode != 0
+
+
+def test_unsupported_version_listing_ours_is_retried_once(no_leaks: None) -> None:
+    """V1: -32022 listing the very modern version sent: one retry, then the error (no loop)."""
+    client = fault("--behaviour", "unsupported-version", "--supported", "2026-07-28", "--era", "modern")
+    with pytest.raises(mcp_sync.UnsupportedProtocolVersionError):
+        client.connect()
+    client.close()
