@@ -1,0 +1,201 @@
+"""Legacy Streamable HTTP sessions (2025-03-26 ... 2025-11-25), mixed into HttpTransport:
+renewing an expired session (LG3), the GET stream (LG5) and the DELETE at close (LG3).
+
+Kept apart from :mod:`.http` so that module reads as the request path; this
+one only runs once an ``initialize`` has made the connection legacy.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from typing import Any, Mapping
+
+from ..exceptions import ConnectionClosed, MCPError, ProtocolError, SessionExpiredError
+from ._http_common import STREAM_ERRORS, Aborted, HttpBase, Slot, content_type
+from ._sse_stream import TooLarge
+from .base import MessageSink
+
+log = logging.getLogger("mcp_sync.http")
+
+DEFAULT_RETRY_S = 0.5  # LG6: reconnect delay when the server sent no retry field
+MAX_LISTEN_FAILURES = 5
+
+
+def dumps(message: Any) -> bytes:
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+class LegacySession(HttpBase):
+    """Session state and the legacy-only threads; HttpTransport provides the request path."""
+
+    _sink: MessageSink | None
+    _session_id: str | None
+    _protocol_version: str | None
+    _init_message: dict[str, Any] | None
+    _initialized_message: dict[str, Any] | None
+    _oneway: set[Slot]
+    _listen_slot: Slot | None
+    _listening: bool
+    _session_lock: threading.Lock
+
+    def _send_oneway(
+        self, message: dict[str, Any], extra: Mapping[str, str] | None, version: str | None, resent: bool = False
+    ) -> None:
+        raise NotImplementedError
+
+    def _post_headers(
+        self, message: dict[str, Any], extra: Mapping[str, str] | None, version: str | None, session_id: str | None
+    ) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _deliver_text(self, text: str, request_id: Any, method: str | None) -> bool:
+        raise NotImplementedError
+
+    def _renew_session(self, stale: str) -> None:
+        """The server forgot session ``stale`` (404): replay initialize + initialized (LG3).
+
+        Concurrent callers that hit the same 404 wait here and find it renewed.
+        If it cannot be renewed the transport is finished (``sink.closed``).
+        """
+        with self._session_lock:
+            if self._session_id != stale:
+                return
+            init = self._init_message
+            log.info("mcp_sync: HTTP session of %s expired (404); starting a new one", self.name)
+            self._session_id = None
+            try:
+                if init is None:
+                    raise SessionExpiredError("the HTTP session expired before any initialize to replay")
+                self._replay_initialize(init)
+            except MCPError as exc:
+                error = SessionExpiredError(f"the HTTP session expired and a new one could not start: {exc}")
+                if self._sink is not None:
+                    self._sink.closed(error)
+                raise error from exc
+        if self._initialized_message is not None:
+            self._send_oneway(self._initialized_message, None, None, resent=True)
+
+    def _replay_initialize(self, init: dict[str, Any]) -> None:
+        slot = Slot()
+        with self._lock:
+            self._oneway.add(slot)
+        try:
+            response = self.exchange(
+                "POST", self.url, slot, headers=self._post_headers(init, None, None, None), body=dumps(init)
+            )
+            try:
+                if not 200 <= response.status_code < 300:
+                    raise self.error_for(response, "initialize (new session)")[1]
+                self._session_id = response.headers.get("Mcp-Session-Id")
+                if content_type(response) == "text/event-stream":
+                    answers = (json.loads(e.data) for e in self.events(response) if e.data)
+                else:
+                    answers = iter([self.read_json(response)])
+                for answer in answers:
+                    if isinstance(answer, dict) and answer.get("id") == init.get("id") and "method" not in answer:
+                        if "error" in answer:
+                            raise ProtocolError(f"initialize (new session) failed: {answer['error']!r:.200}")
+                        return
+                    if self._sink is not None:
+                        self._sink.message(answer)
+                raise ProtocolError("initialize (new session): no answer")
+            except (TooLarge, *STREAM_ERRORS) as exc:
+                raise ProtocolError(f"initialize (new session): {exc}") from exc
+            finally:
+                slot.finish()
+                response.close()
+        except Aborted as exc:
+            raise ConnectionClosed("the HTTP transport was closed") from exc
+        finally:
+            with self._lock:
+                self._oneway.discard(slot)
+
+    def _start_listening(self) -> None:
+        with self._lock:
+            if self._listening or self._closing:
+                return
+            self._listening = True
+        try:
+            self._spawn(self._listen, "listen")
+        except ConnectionClosed:
+            self._listening = False
+
+    def _listen(self) -> None:
+        """The legacy GET stream (LG5): unsolicited server messages; 405 means none is offered."""
+        failures, last_id, retry_ms = 0, None, None
+        try:
+            while not self._closing:
+                slot = Slot()
+                with self._lock:
+                    if self._closing:
+                        return
+                    self._listen_slot = slot
+                try:
+                    response = self.exchange("GET", self.url, slot, headers=self._get_headers(last_id))
+                except Aborted:
+                    return
+                except MCPError as exc:
+                    log.debug("mcp_sync: GET stream of %s: %s", self.name, exc)
+                    response = None
+                if response is not None:
+                    try:
+                        if response.status_code in (404, 405):  # none offered, or the session is gone
+                            log.debug("mcp_sync: %s offers no GET stream (HTTP %s)", self.name, response.status_code)
+                            return
+                        if response.status_code == 200 and content_type(response) == "text/event-stream":
+                            for event in self.events(response):
+                                failures = 0
+                                last_id = event.id if event.id is not None else last_id
+                                retry_ms = event.retry_ms if event.retry_ms is not None else retry_ms
+                                if event.data:
+                                    self._deliver_text(event.data, None, None)
+                    except TooLarge as exc:
+                        log.warning("mcp_sync: GET stream of %s: %s", self.name, exc)
+                    except STREAM_ERRORS:
+                        pass
+                    finally:
+                        slot.finish()
+                        response.close()
+                failures += 1
+                if failures > MAX_LISTEN_FAILURES:
+                    log.warning("mcp_sync: giving up on the GET stream of %s after %d attempts", self.name, failures)
+                    return
+                delay = retry_ms / 1000 if retry_ms is not None else min(DEFAULT_RETRY_S * 2 ** (failures - 1), 8.0)
+                if self._closed_event.wait(delay):
+                    return
+        finally:
+            with self._lock:
+                self._listening = False
+
+    def _delete_session(self) -> None:
+        """LG3: end the session; 404/405 (already gone, not allowed) are fine."""
+        try:
+            response = self.session.delete(
+                self.url,
+                headers=self._get_headers(None),
+                auth=self.auth,
+                timeout=(self.connect_timeout, 2.0),
+                allow_redirects=False,
+            )
+            response.close()
+            if response.status_code not in (200, 202, 204, 404, 405):
+                log.debug("mcp_sync: DELETE of the session answered HTTP %s", response.status_code)
+        except Exception as exc:  # closing never fails on a server that went away
+            log.debug("mcp_sync: DELETE of the session failed: %s", exc)
+
+    def _legacy_version(self) -> str | None:
+        version = self._protocol_version
+        return version if version is not None and version >= "2025-06-18" else None  # LG2: none before
+
+    def _get_headers(self, last_event_id: str | None) -> dict[str, str]:
+        headers = {"Accept": "text/event-stream"}
+        if self._session_id is not None:
+            headers["Mcp-Session-Id"] = self._session_id
+        legacy_version = self._legacy_version()
+        if legacy_version is not None:
+            headers["MCP-Protocol-Version"] = legacy_version
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = last_event_id
+        return headers

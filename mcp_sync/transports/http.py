@@ -1,0 +1,525 @@
+"""Streamable HTTP, both eras, with a fallback to the deprecated HTTP+SSE transport.
+
+The era is inferred per message (the engine and lifecycle decide it, the
+transport only frames it):
+
+* a message whose ``params._meta`` carries ``io.modelcontextprotocol/protocolVersion``
+  is **modern** (2026-07-28): its own POST with ``MCP-Protocol-Version``,
+  ``Mcp-Method`` and ``Mcp-Name`` (H1-H7); no session, no GET stream (H15);
+  cancelling closes its response stream (H14);
+* an ``initialize`` switches to **legacy** (2025-03-26 ... 2025-11-25): the
+  ``Mcp-Session-Id`` it returns goes on every later request (LG3) with the
+  negotiated ``MCP-Protocol-Version`` (LG2), a GET stream carries unsolicited
+  server messages (LG5), broken streams resume with ``Last-Event-ID`` (LG6),
+  a 404 on a session starts a new one (LG3) and ``close()`` DELETEs it;
+* an ``initialize`` refused with 400/404/405 where a GET opens an SSE stream
+  whose first event is ``endpoint`` switches to :class:`SseTransport` (LG14).
+
+Threads (daemon, joined by ``close()``): ``mcp_sync-http-<server>``, one per
+request in flight (``send`` never blocks for an answer); ``mcp_sync-listen-<server>``
+for the legacy GET stream. Notifications and responses are POSTed on the
+calling thread, so they reach the server in the order they were sent.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from typing import Any, Mapping
+
+from .._headers import encode_header_value
+from ..exceptions import ConnectionClosed, MCPError, ProtocolError, SessionExpiredError
+from ._http_common import (
+    DEFAULT_MAX_BYTES,
+    STREAM_ERRORS,
+    Aborted,
+    Slot,
+    content_type,
+    jsonrpc_error,
+    origin,
+)
+from ._http_legacy import DEFAULT_RETRY_S, LegacySession, dumps
+from ._sse_stream import TooLarge
+from .base import MessageSink
+from .sse import SseTransport
+
+log = logging.getLogger("mcp_sync.http")
+
+META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+#: Where Mcp-Name comes from (H6; tasks/* from the tasks extension).
+NAME_FIELDS = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
+ACCEPT_BOTH = "application/json, text/event-stream"
+
+#: Era decisions per origin, for the life of the process (section 4, step 7):
+#: "legacy" or "sse" lets a reconnect skip the modern probe.
+_ERA_CACHE: dict[tuple[str, str, Any], str] = {}
+_ERA_LOCK = threading.Lock()
+
+
+def cached_era(url: str) -> str | None:
+    with _ERA_LOCK:
+        return _ERA_CACHE.get(origin(url))
+
+
+def _remember_era(url: str, era: str | None) -> None:
+    with _ERA_LOCK:
+        if era is None:
+            _ERA_CACHE.pop(origin(url), None)
+        else:
+            _ERA_CACHE[origin(url)] = era
+
+
+def _modern_version(message: dict[str, Any]) -> str | None:
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
+    return version if isinstance(version, str) and message.get("method") != "initialize" else None
+
+
+def _recognized_modern_error(status: int, error: dict[str, Any]) -> bool:
+    """A 4xx body that proves a modern server (section 4): -32020, -32021, -32022 + supported, 404 + -32601."""
+    code, data = error.get("code"), error.get("data")
+    if code == -32022:
+        return isinstance(data, dict) and isinstance(data.get("supported"), list)
+    return code in (-32020, -32021) or (status == 404 and code == -32601)
+
+
+class _InFlight:
+    __slots__ = ("modern", "slot")
+
+    def __init__(self, slot: Slot, modern: bool) -> None:
+        self.slot = slot
+        self.modern = modern
+
+
+class HttpTransport(LegacySession):
+    """A Streamable HTTP client transport (modern and legacy; falls back to HTTP+SSE).
+
+    ``headers`` go on every request (POST, GET stream, DELETE); ``auth`` is a
+    ``requests`` auth object or a callable ``(PreparedRequest) -> PreparedRequest``
+    applied to every request (H17). ``max_message_bytes`` bounds a body after
+    decompression and each SSE event. Thread-safe: ``send`` may be called from
+    any number of threads; one ``requests.Session`` is shared by all of them.
+
+    Example::
+
+        transport = HttpTransport("http://127.0.0.1:8000/mcp", headers={"X-Team": "a"})
+        with mcp_sync.Client(transport) as client:
+            print(client.call_tool("echo", {"text": "hi"}).text)
+        # usually simply: mcp_sync.Client.http("http://127.0.0.1:8000/mcp")
+    """
+
+    #: The client mirrors x-mcp-header parameters (H8) only on this transport.
+    mirrors_param_headers = True
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        auth: Any = None,
+        max_message_bytes: int = DEFAULT_MAX_BYTES,
+        connect_timeout: float = 10.0,
+        max_retries: int = 3,
+        max_resume_attempts: int = 3,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(
+            url,
+            headers=headers,
+            auth=auth,
+            max_message_bytes=max_message_bytes,
+            connect_timeout=connect_timeout,
+            max_retries=max_retries,
+            name=name,
+        )
+        self.max_resume_attempts = max_resume_attempts
+        self._sink: MessageSink | None = None
+        self._era: str | None = None
+        self._saw_modern = False
+        self._protocol_version: str | None = None
+        self._session_id: str | None = None
+        self._init_message: dict[str, Any] | None = None
+        self._initialized_message: dict[str, Any] | None = None
+        self._inflight: dict[Any, _InFlight] = {}
+        self._oneway: set[Slot] = set()
+        self._listen_slot: Slot | None = None
+        self._listening = False
+        self._session_lock = threading.Lock()
+        self._delegate: SseTransport | None = None
+
+    @property
+    def session_id(self) -> str | None:
+        """The legacy ``Mcp-Session-Id``, if the server assigned one."""
+        return self._session_id
+
+    @property
+    def delegate(self) -> SseTransport | None:
+        """The HTTP+SSE transport this one fell back to, if it did."""
+        return self._delegate
+
+    # -- Transport -------------------------------------------------------------------
+
+    def start(self, sink: MessageSink) -> None:
+        """Nothing to open yet: every message makes its own request."""
+        self._sink = sink
+
+    def configure(self, *, era: str, protocol_version: str) -> None:
+        """Told the era once decided: legacy requests now carry ``MCP-Protocol-Version`` (LG2)."""
+        self._era = era
+        if era == "legacy" and self._protocol_version is None:
+            self._protocol_version = protocol_version
+        if self._delegate is not None:
+            self._delegate.configure(era=era, protocol_version=protocol_version)
+        elif era == "modern" or self._saw_modern:  # only an auto detection teaches the cache anything
+            _remember_era(self.url, era)
+
+    def send(self, message: dict[str, Any], *, headers: Mapping[str, str] | None = None) -> None:
+        """POST ``message``: a request on a worker thread, anything else on this thread."""
+        delegate = self._delegate
+        if delegate is not None:
+            delegate.send(message, headers=headers)
+            return
+        if self._closing:
+            raise ConnectionClosed("the HTTP transport is closed")
+        method = message.get("method")
+        version = _modern_version(message) if self._era != "legacy" else None
+        self._saw_modern = self._saw_modern or version is not None
+        if method == "initialize":
+            self._init_message = message
+        elif method == "notifications/initialized":
+            self._initialized_message = message
+        if method is None or "id" not in message:
+            self._send_oneway(message, headers, version)
+            return
+        request_id = message["id"]
+        if version is not None and self._era is None and cached_era(self.url) in ("legacy", "sse"):
+            if self._sink is not None:  # section 4 step 7: skip a probe this origin already failed
+                self._sink.fail(request_id, ProtocolError(f"{self.url} is a legacy server (cached for its origin)"))
+            return
+        slot = Slot()
+        with self._lock:
+            self._inflight[request_id] = _InFlight(slot, version is not None)
+        try:
+            self._spawn(lambda: self._run_request(message, headers, version, slot), "http")
+        except ConnectionClosed:
+            with self._lock:
+                self._inflight.pop(request_id, None)
+            raise
+
+    def abort(self, request_id: Any) -> bool:
+        """Modern: close the request's stream, which *is* the cancellation (H14). Legacy: False (LG6)."""
+        if self._delegate is not None:
+            return self._delegate.abort(request_id)
+        with self._lock:
+            record = self._inflight.get(request_id)
+        if record is None:
+            return self._era == "modern"
+        if not record.modern:
+            return False
+        record.slot.abort()
+        return True
+
+    def close(self) -> None:
+        """End every stream and request, join the threads, DELETE a legacy session (LG3). Idempotent."""
+        with self._lock:
+            if self._closing:
+                return
+            self._closing = True
+            slots = [record.slot for record in self._inflight.values()] + list(self._oneway)
+            if self._listen_slot is not None:
+                slots.append(self._listen_slot)
+        self._closed_event.set()
+        if self._delegate is not None:
+            self._delegate.close()
+        for slot in slots:
+            slot.abort()
+        self._join_threads(2.0)
+        if self._session_id is not None:
+            self._delete_session()
+        self.close_session()
+
+    # -- requests (worker threads) -------------------------------------------------------
+
+    def _run_request(
+        self, message: dict[str, Any], extra: Mapping[str, str] | None, version: str | None, slot: Slot
+    ) -> None:
+        request_id = message["id"]
+        try:
+            if message["method"] == "initialize" and cached_era(self.url) == "sse":
+                self._switch_to_sse(message, slot, None, None)
+            else:
+                self._request(message, extra, version, slot, resent=False)
+        except Aborted:
+            pass
+        except MCPError as exc:
+            if self._sink is not None and not slot.aborted:
+                self._sink.fail(request_id, exc)
+        except Exception as exc:  # a bug must fail the request, not leave its caller waiting
+            log.exception("mcp_sync: the HTTP transport failed on %s", message.get("method"))
+            if self._sink is not None:
+                self._sink.fail(request_id, ProtocolError(f"internal error in the HTTP transport: {exc!r}"))
+        finally:
+            with self._lock:
+                self._inflight.pop(request_id, None)
+
+    def _request(
+        self, message: dict[str, Any], extra: Mapping[str, str] | None, version: str | None, slot: Slot, *, resent: bool
+    ) -> None:
+        method, request_id = message["method"], message["id"]
+        session_id = None if version else self._session_id
+        response = self.exchange(
+            "POST",
+            self.url,
+            slot,
+            headers=self._post_headers(message, extra, version, session_id),
+            body=dumps(message),
+            unsent_only=method == "tools/call",
+        )
+        try:
+            status = response.status_code
+            if method == "initialize":
+                if status in (400, 404, 405):  # no Streamable HTTP here: try HTTP+SSE (section 4 step 6)
+                    refusal = self.error_for(response, "initialize")
+                    response.close()
+                    self._switch_to_sse(message, slot, status, refusal)
+                    return
+                if 200 <= status < 300:
+                    self._session_id = response.headers.get("Mcp-Session-Id")
+            if status == 404 and session_id is not None and not resent:
+                response.close()
+                self._renew_session(session_id)
+                if method == "tools/call":  # may have run: never repeated silently
+                    raise SessionExpiredError(
+                        "tools/call: the HTTP session expired (404) and the call is not safe to repeat; "
+                        "a new session is open, call again if intended (LG3)"
+                    )
+                self._request(message, extra, version, slot, resent=True)
+                return
+            if not 200 <= status < 300:
+                self._fail_status(message, response, version)
+                return
+            kind = content_type(response)
+            if kind == "text/event-stream":
+                self._read_post_stream(message, response, slot, version is not None)
+            elif kind == "application/json" or kind.endswith("+json"):
+                if not self._deliver(self.read_json(response), request_id, method):
+                    raise ProtocolError(f"{method}: the JSON body from {self.url} is not the answer")
+            else:
+                raise ProtocolError(f"{method}: HTTP {status} from {self.url} with Content-Type {kind!r} and no answer")
+        finally:
+            slot.finish()
+            response.close()
+
+    def _fail_status(self, message: dict[str, Any], response: Any, version: str | None) -> None:
+        """An error status: a JSON-RPC error body becomes a ServerError; anything else raises.
+
+        While probing (era unknown), only a recognized modern error counts as an
+        answer; any other 4xx is a ProtocolError, so the lifecycle falls back to
+        ``initialize`` (section 4 step 5).
+        """
+        parsed, error = self.error_for(response, message["method"])
+        rpc_error = jsonrpc_error(parsed)
+        status = response.status_code
+        if rpc_error is not None and status not in (401, 403):
+            probing = version is not None and self._era is None
+            if not probing or _recognized_modern_error(status, rpc_error):
+                if self._sink is not None:
+                    self._sink.message({"jsonrpc": "2.0", "id": message["id"], "error": rpc_error})
+                return
+        raise error
+
+    def _read_post_stream(self, message: dict[str, Any], response: Any, slot: Slot, modern: bool) -> None:
+        """Deliver a POST's SSE stream until the answer (then close it, H12).
+
+        Legacy streams that break are resumed with GET + ``Last-Event-ID``
+        after the server's ``retry`` delay, a bounded number of fruitless times
+        (LG6); modern streams are not resumable (H13), so the request fails.
+        """
+        method, request_id = message["method"], message["id"]
+        last_id: str | None = None
+        retry_ms: int | None = None
+        attempts = 0
+        current = response
+        try:
+            while True:
+                try:
+                    for event in self.events(current):
+                        attempts = 0
+                        last_id = event.id if event.id is not None else last_id
+                        retry_ms = event.retry_ms if event.retry_ms is not None else retry_ms
+                        if event.data and self._deliver_text(event.data, request_id, method):
+                            return
+                except TooLarge as exc:
+                    raise ProtocolError(f"{method}: {exc}") from exc
+                except STREAM_ERRORS as exc:
+                    if slot.aborted or self._closing:
+                        raise Aborted from exc
+                    log.debug("mcp_sync: the %s stream broke: %s", method, exc)
+                if slot.aborted or self._closing:
+                    raise Aborted
+                if modern or last_id is None or attempts >= self.max_resume_attempts:
+                    why = " (modern streams are not resumable, H13)" if modern else ""
+                    raise ConnectionClosed(
+                        f"{method}: the response stream from {self.url} ended before the answer{why}"
+                    )
+                attempts += 1
+                slot.sleep(retry_ms / 1000 if retry_ms is not None else DEFAULT_RETRY_S)
+                if current is not response:
+                    current.close()
+                current = self.exchange("GET", self.url, slot, headers=self._get_headers(last_id))
+                if current.status_code != 200 or content_type(current) != "text/event-stream":
+                    raise ConnectionClosed(f"{method}: resuming the stream failed with HTTP {current.status_code}")
+        finally:
+            if current is not response:
+                current.close()
+
+    def _deliver_text(self, text: str, request_id: Any, method: str | None) -> bool:
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            log.warning("mcp_sync: %s sent an SSE event that is not JSON (skipped): %.200r", self.name, text)
+            return False
+        return self._deliver(parsed, request_id, method)
+
+    def _deliver(self, parsed: Any, request_id: Any, method: str | None) -> bool:
+        """Hand messages to the sink; True when one of them answers ``request_id``."""
+        answered = False
+        for item in parsed if isinstance(parsed, list) else [parsed]:
+            if isinstance(item, dict) and "method" not in item and item.get("id") == request_id:
+                answered = True
+                result = item.get("result")
+                if method == "initialize" and isinstance(result, dict):
+                    version = result.get("protocolVersion")
+                    self._protocol_version = version if isinstance(version, str) else None
+            if self._sink is not None:
+                self._sink.message(item)
+        return answered
+
+    # -- notifications and responses (calling thread) ---------------------------------
+
+    def _send_oneway(
+        self, message: dict[str, Any], extra: Mapping[str, str] | None, version: str | None, resent: bool = False
+    ) -> None:
+        method = message.get("method")
+        slot = Slot()
+        with self._lock:
+            if self._closing:
+                raise ConnectionClosed("the HTTP transport is closed")
+            self._oneway.add(slot)
+        session_id = None if version else self._session_id
+        try:
+            response = self.exchange(
+                "POST",
+                self.url,
+                slot,
+                headers=self._post_headers(message, extra, version, session_id),
+                body=dumps(message),
+            )
+            try:
+                status = response.status_code
+                if status == 404 and session_id is not None and not resent:
+                    if method is None:
+                        return  # an answer to a request of the expired session: nobody waits for it
+                    response.close()
+                    self._renew_session(session_id)
+                    self._send_oneway(message, extra, version, resent=True)
+                    return
+                if not 200 <= status < 300:
+                    raise self.error_for(response, str(method or "response"))[1]
+            finally:
+                slot.finish()
+                response.close()
+        except Aborted as exc:
+            raise ConnectionClosed("the HTTP transport was closed") from exc
+        finally:
+            with self._lock:
+                self._oneway.discard(slot)
+        if method == "notifications/initialized" and version is None:
+            self._start_listening()
+
+    # -- HTTP+SSE fallback -------------------------------------------------------------------
+
+    def _switch_to_sse(
+        self, init: dict[str, Any], slot: Slot, status: int | None, refusal: tuple[Any, MCPError] | None
+    ) -> None:
+        """``initialize`` found no Streamable HTTP: GET the URL; an ``endpoint`` event means HTTP+SSE (LG14).
+
+        If it is not HTTP+SSE either, the initialize fails with the server's own
+        refusal: its JSON-RPC error (e.g. a modern-only server's -32022) or the status.
+        """
+        if status is not None:
+            response = self.exchange(
+                "GET", self.url, slot, headers={"Accept": "text/event-stream"}, timeout=self.connect_timeout
+            )
+            first = None
+            try:
+                if response.status_code == 200 and content_type(response) == "text/event-stream":
+                    first = next((e.event for e in self.events(response) if e.data), None)
+            except (TooLarge, *STREAM_ERRORS) as exc:
+                log.debug("mcp_sync: probing %s for HTTP+SSE: %s", self.url, exc)
+            finally:
+                slot.finish()
+                response.close()
+            if first != "endpoint":
+                rpc_error = jsonrpc_error(refusal[0]) if refusal else None
+                if rpc_error is not None and self._sink is not None:
+                    self._sink.message({"jsonrpc": "2.0", "id": init["id"], "error": rpc_error})
+                    return
+                raise ProtocolError(
+                    f"initialize: HTTP {status} from {self.url}, and a GET there opens no HTTP+SSE stream "
+                    f"(first event: {first!r}); is this an MCP endpoint?"
+                )
+        delegate = SseTransport(
+            self.url,
+            headers=self.headers,
+            auth=self.auth,
+            max_message_bytes=self.max_message_bytes,
+            connect_timeout=self.connect_timeout,
+            name=self.name,
+        )
+        assert self._sink is not None
+        delegate.start(self._sink)
+        with self._lock:
+            if self._closing:
+                delegate.close()
+                raise Aborted
+            self._delegate = delegate
+        _remember_era(self.url, "sse")
+        log.info("mcp_sync: %s has no Streamable HTTP; using the HTTP+SSE transport (2024-11-05)", self.url)
+        delegate.send(init)
+
+    # -- headers -------------------------------------------------------------------------------
+
+    def _post_headers(
+        self, message: dict[str, Any], extra: Mapping[str, str] | None, version: str | None, session_id: str | None
+    ) -> dict[str, str]:
+        headers = dict(extra or {})  # first, so the protocol's own headers win on a clash
+        headers.update({"Accept": ACCEPT_BOTH, "Content-Type": "application/json"})
+        method = message.get("method")
+        if version is not None:  # H5, H6, H7
+            headers["MCP-Protocol-Version"] = version
+            headers["Mcp-Method"] = str(method)
+            params = message.get("params")
+            field = NAME_FIELDS.get(str(method))
+            value = params.get(field) if field and isinstance(params, dict) else None
+            if isinstance(value, str):
+                headers["Mcp-Name"] = encode_header_value(value)
+            return headers
+        if session_id is not None:
+            headers["Mcp-Session-Id"] = session_id
+        legacy_version = self._legacy_version()
+        if legacy_version is not None and method != "initialize":
+            headers["MCP-Protocol-Version"] = legacy_version
+        return headers
+
+    def __repr__(self) -> str:
+        return f"<HttpTransport {self.url!r} era={self._era} session={self._session_id!r}>"

@@ -1,0 +1,239 @@
+"""The deprecated HTTP+SSE transport of protocol revision 2024-11-05 (LG14).
+
+The client GETs the SSE URL; the server's first event, ``endpoint``, names the
+URL to POST every client message to; every server message, responses
+included, arrives as a ``message`` event on that one stream.
+
+Threads (daemon, joined by :meth:`SseTransport.close`): ``mcp_sync-sse-<server>``
+reads the stream; ``mcp_sync-post-<server>`` posts one request each, so
+``send`` never waits for the network on behalf of a request.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from typing import Any, Mapping
+from urllib.parse import urljoin
+
+from ..exceptions import ConnectionClosed, MCPError, ProtocolError
+from ._http_common import (
+    DEFAULT_MAX_BYTES,
+    STREAM_ERRORS,
+    Aborted,
+    HttpBase,
+    Slot,
+    content_type,
+    jsonrpc_error,
+    origin,
+)
+from ._sse_stream import TooLarge
+from .base import MessageSink
+
+log = logging.getLogger("mcp_sync.http")
+
+
+class SseTransport(HttpBase):
+    """A client for a 2024-11-05 HTTP+SSE server (deprecated; always the legacy era).
+
+    ``headers`` go on every request (the GET stream and each POST); ``auth`` is
+    a ``requests`` auth object or callable applied to each request. Cancellation
+    is a ``notifications/cancelled`` message (``abort`` returns False).
+
+    Example::
+
+        client = mcp_sync.Client(SseTransport("http://127.0.0.1:3001/sse"), mode="legacy")
+        # or simply: mcp_sync.Client.sse("http://127.0.0.1:3001/sse")
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        auth: Any = None,
+        max_message_bytes: int = DEFAULT_MAX_BYTES,
+        connect_timeout: float = 10.0,
+        endpoint_timeout: float = 10.0,
+        max_retries: int = 3,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(
+            url,
+            headers=headers,
+            auth=auth,
+            max_message_bytes=max_message_bytes,
+            connect_timeout=connect_timeout,
+            max_retries=max_retries,
+            name=name,
+        )
+        self.endpoint_timeout = endpoint_timeout
+        self.endpoint: str | None = None
+        self._sink: MessageSink | None = None
+        self._stream_slot = Slot()
+        self._ready = threading.Event()
+        self._start_error: MCPError | None = None
+        self._inflight: dict[Any, Slot] = {}
+
+    # -- Transport -------------------------------------------------------------------
+
+    def start(self, sink: MessageSink) -> None:
+        """Open the SSE stream and wait for its ``endpoint`` event (at most ``endpoint_timeout`` s)."""
+        self._sink = sink
+        self._spawn(self._read_stream, "sse")
+        if not self._ready.wait(self.endpoint_timeout):
+            self._start_error = ConnectionClosed(f"{self.url}: no 'endpoint' event within {self.endpoint_timeout} s")
+        if self._start_error is not None:
+            self.close()
+            raise self._start_error
+
+    def configure(self, *, era: str, protocol_version: str) -> None:
+        """Nothing to change: this transport always carries the legacy era."""
+
+    def send(self, message: dict[str, Any], *, headers: Mapping[str, str] | None = None) -> None:
+        """POST ``message`` to the endpoint; requests on a worker, notifications and responses here."""
+        endpoint = self.endpoint
+        if endpoint is None or self._closing:
+            raise ConnectionClosed("the HTTP+SSE transport is not connected")
+        body = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        post_headers = {"Content-Type": "application/json", **(headers or {})}
+        if "method" in message and "id" in message:
+            request_id = message["id"]
+            slot = Slot()
+            with self._lock:
+                self._inflight[request_id] = slot
+            unsent_only = message.get("method") == "tools/call"
+            try:
+                self._spawn(
+                    lambda: self._post_request(request_id, endpoint, body, post_headers, slot, unsent_only), "post"
+                )
+            except ConnectionClosed:
+                with self._lock:
+                    self._inflight.pop(request_id, None)
+                raise
+            return
+        try:
+            self._post(endpoint, body, post_headers, Slot(), str(message.get("method", "response")), False)
+        except Aborted as exc:
+            raise ConnectionClosed("the HTTP+SSE transport was closed") from exc
+
+    def abort(self, request_id: Any) -> bool:
+        """No per-request stream here: the engine sends notifications/cancelled (LG6)."""
+        return False
+
+    def close(self) -> None:
+        """Stop the stream and every POST, join the threads, close the session. Idempotent."""
+        with self._lock:
+            if self._closing:
+                return
+            self._closing = True
+            slots = [self._stream_slot, *self._inflight.values()]
+        self._closed_event.set()
+        for slot in slots:
+            slot.abort()
+        self._join_threads(2.0)
+        self.close_session()
+
+    # -- threads -------------------------------------------------------------------------
+
+    def _post_request(
+        self, request_id: Any, endpoint: str, body: bytes, headers: dict[str, str], slot: Slot, unsent_only: bool
+    ) -> None:
+        try:
+            parsed = self._post(endpoint, body, headers, slot, "request", unsent_only)
+            if parsed is not None and self._sink is not None:  # a JSON-RPC error body about this request
+                self._sink.message({"jsonrpc": "2.0", "id": request_id, "error": parsed})
+        except Aborted:
+            pass
+        except MCPError as exc:
+            if self._sink is not None and not slot.aborted:
+                self._sink.fail(request_id, exc)
+        finally:
+            with self._lock:
+                self._inflight.pop(request_id, None)
+
+    def _post(
+        self, endpoint: str, body: bytes, headers: dict[str, str], slot: Slot, what: str, unsent_only: bool
+    ) -> Any:
+        """POST; the answer comes on the stream, so 2xx is all we want. Returns a JSON-RPC error dict
+        when the server refused with one, raises for other failures."""
+        response = self.exchange("POST", endpoint, slot, headers=headers, body=body, unsent_only=unsent_only)
+        try:
+            if 200 <= response.status_code < 300:
+                return None
+            parsed, error = self.error_for(response, f"POST {what}")
+            rpc_error = jsonrpc_error(parsed)
+            if rpc_error is not None and response.status_code not in (401, 403):
+                return rpc_error
+            raise error
+        finally:
+            slot.finish()
+            response.close()
+
+    def _read_stream(self) -> None:
+        slot = self._stream_slot
+        started = False
+        reason = "the HTTP+SSE stream ended"
+        try:
+            response = self.exchange("GET", self.url, slot, headers={"Accept": "text/event-stream"})
+        except Aborted:
+            return
+        except MCPError as exc:
+            self._start_error = exc
+            self._ready.set()
+            return
+        try:
+            if response.status_code != 200 or content_type(response) != "text/event-stream":
+                self._start_error = self.error_for(response, "GET (HTTP+SSE stream)")[1]
+                return
+            for event in self.events(response):
+                if not started:
+                    if event.event == "endpoint" and event.data:
+                        self._set_endpoint(event.data.strip())
+                        started = self._start_error is None
+                        if not started:
+                            return
+                        self._ready.set()
+                    elif event.data:
+                        self._start_error = ProtocolError(
+                            f"{self.url}: the first SSE event is {event.event!r}, not 'endpoint'"
+                        )
+                        return
+                    continue
+                if event.event == "message" and event.data:
+                    self._deliver(event.data)
+        except TooLarge as exc:
+            reason = f"the HTTP+SSE stream carried an oversized event: {exc}"
+            log.warning("mcp_sync: %s", reason)
+        except STREAM_ERRORS as exc:
+            reason = f"the HTTP+SSE stream broke: {exc}"
+        finally:
+            slot.finish()
+            response.close()
+            if not started and self._start_error is None:
+                self._start_error = ConnectionClosed(f"{self.url}: the stream ended before the 'endpoint' event")
+            self._ready.set()
+        if started and not self._closing and self._sink is not None:
+            self._sink.closed(ConnectionClosed(reason))
+
+    def _set_endpoint(self, data: str) -> None:
+        endpoint = urljoin(self.url, data)
+        if origin(endpoint) != origin(self.url):
+            self._start_error = ProtocolError(
+                f"{self.url}: the endpoint event names another origin ({endpoint}); refusing to send messages there"
+            )
+            return
+        self.endpoint = endpoint
+
+    def _deliver(self, data: str) -> None:
+        try:
+            message = json.loads(data)
+        except ValueError:
+            log.warning("mcp_sync: %s sent an SSE event that is not JSON (skipped): %.200r", self.name, data)
+            return
+        if self._sink is not None:
+            self._sink.message(message)
+
+    def __repr__(self) -> str:
+        return f"<SseTransport {self.url!r} endpoint={self.endpoint!r}>"

@@ -1,0 +1,196 @@
+"""A tiny scriptable HTTP server for transport tests: it records every request
+and answers like a minimal MCP server (modern or legacy), unless a test's
+``override`` answers first. For what real servers will not show on demand:
+header presence, redirects, gzip bombs, 503s, broken streams."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Iterable, Optional
+
+import attrs
+
+MODERN = "2026-07-28"
+LEGACY = "2025-11-25"
+
+
+@attrs.define
+class Request:
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-case names
+    body: bytes
+    at: float = attrs.Factory(time.monotonic)  # when it arrived
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else None
+
+    @property
+    def rpc_method(self) -> str | None:
+        data = self.json
+        return data.get("method") if isinstance(data, dict) else None
+
+
+@attrs.define
+class Reply:
+    status: int = 200
+    headers: dict[str, str] = attrs.Factory(dict)
+    body: bytes | Iterable[bytes] = b""  # an iterable is streamed chunked, each item flushed
+
+
+def json_reply(obj: Any, status: int = 200, **headers: str) -> Reply:
+    return Reply(status, {"Content-Type": "application/json", **headers}, json.dumps(obj).encode())
+
+
+def sse_reply(*events: str, **headers: str) -> Reply:
+    """Each event is the raw text of one block (without the blank line)."""
+    return Reply(200, {"Content-Type": "text/event-stream", **headers}, [e.encode() + b"\n\n" for e in events])
+
+
+def gzip_reply(obj_bytes: bytes, content_type: str = "application/json") -> Reply:
+    return Reply(200, {"Content-Type": content_type, "Content-Encoding": "gzip"}, gzip.compress(obj_bytes))
+
+
+def result(request: Request, value: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request.json["id"], "result": value}
+
+
+Override = Callable[[Request], Optional[Reply]]
+
+
+class FakeServer:
+    """``era`` "modern" answers the enveloped requests and refuses ``initialize``
+    like a modern-only server; "legacy" answers the probe with a plain 400 and
+    runs sessions. ``tools`` is what tools/list returns; tools/call echoes its
+    arguments as text."""
+
+    def __init__(self, era: str = "modern", tools: list[dict[str, Any]] | None = None) -> None:
+        self.era = era
+        self.tools = tools if tools is not None else [{"name": "echo", "inputSchema": {"type": "object"}}]
+        self.override: Override | None = None
+        self.requests: list[Request] = []
+        self.lock = threading.Lock()
+        self.sessions: set[str] = set()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server.daemon_threads = True
+        self._server.block_on_close = False
+        self._server.fake = self  # type: ignore[attr-defined]
+        self._thread = threading.Thread(target=self._server.serve_forever, name="httpkit", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def __enter__(self) -> FakeServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)
+
+    def seen(self, rpc_method: str | None = None, http_method: str | None = None) -> list[Request]:
+        with self.lock:
+            return [
+                r
+                for r in self.requests
+                if (rpc_method is None or r.rpc_method == rpc_method)
+                and (http_method is None or r.method == http_method)
+            ]
+
+    # -- the default behaviour ---------------------------------------------------------
+
+    def answer(self, request: Request) -> Reply:
+        if self.override is not None:
+            reply = self.override(request)
+            if reply is not None:
+                return reply
+        if request.method == "DELETE":
+            self.sessions.discard(request.headers.get("mcp-session-id", ""))
+            return Reply(200)
+        if request.method == "GET":
+            return Reply(405)
+        body = request.json
+        method = body.get("method") if isinstance(body, dict) else None
+        if self.era == "modern":
+            return self._modern(request, method)
+        return self._legacy(request, method)
+
+    def _modern(self, request: Request, method: str | None) -> Reply:
+        if request.headers.get("mcp-protocol-version") != MODERN:
+            return json_reply({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "modern only"}}, 400)
+        if method == "server/discover":
+            caps = {"tools": {}, "resources": {}, "prompts": {}}
+            return json_reply(result(request, {"supportedVersions": [MODERN], "capabilities": caps}))
+        return self._common(request, method)
+
+    def _legacy(self, request: Request, method: str | None) -> Reply:
+        if method == "initialize":
+            session = f"s{len(self.sessions) + 1}-{id(request)}"
+            self.sessions.add(session)
+            init = {
+                "protocolVersion": LEGACY,
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "fake", "version": "1"},
+            }
+            return json_reply(result(request, init), **{"Mcp-Session-Id": session})
+        if request.headers.get("mcp-session-id") not in self.sessions:
+            return Reply(404 if "mcp-session-id" in request.headers else 400, {}, b"no session")
+        if method is None or "id" not in request.json:
+            return Reply(202)
+        return self._common(request, method)
+
+    def _common(self, request: Request, method: str | None) -> Reply:
+        params = request.json.get("params") or {}
+        if method == "tools/list":
+            return json_reply(result(request, {"tools": self.tools}))
+        if method == "tools/call":
+            text = json.dumps(params.get("arguments"), sort_keys=True)
+            return json_reply(result(request, {"content": [{"type": "text", "text": text}]}))
+        error = {"code": -32601, "message": f"no {method}"}
+        return json_reply({"jsonrpc": "2.0", "id": request.json.get("id"), "error": error}, 404)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+    def _handle(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        request = Request(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        fake: FakeServer = self.server.fake  # type: ignore[attr-defined]
+        with fake.lock:
+            fake.requests.append(request)
+        reply = fake.answer(request)
+        self.send_response(reply.status)
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        if isinstance(reply.body, bytes):
+            self.send_header("Content-Length", str(len(reply.body)))
+            self.end_headers()
+            self.wfile.write(reply.body)
+            return
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for chunk in reply.body:
+                self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            self.close_connection = True
+
+    do_GET = do_POST = do_DELETE = _handle
