@@ -173,6 +173,8 @@ class Lifecycle:
         result = DiscoverResult.from_wire(raw)
         if raw.get("resultType", "complete") != "complete":
             raise _NotModern(ProtocolError(f"server/discover answered resultType {raw.get('resultType')!r}"))
+        if not result.supported_versions:  # D2: required; a bare {} is a legacy server answering anything
+            raise _NotModern(ProtocolError("server/discover answered without supportedVersions"))
         mutual = [v for v in MODERN_VERSIONS if v in result.supported_versions]
         if result.supported_versions and not mutual:
             supported = result.supported_versions

@@ -1,0 +1,60 @@
+"""The official MCP conformance suite's client scenarios, on both suite lines.
+
+Runs ``../shared/tools/conformance-client.sh`` (it installs Node 22 and the
+suite from npm by itself) with ``tests/conformance/client.py`` as the client.
+Covered: every non-auth client scenario of 0.1.16, and of 0.2.0-alpha.12 the
+non-auth scenarios its 2026-07-28 requirements list, plus
+json-schema-2020-12-preservation. OAuth is not implemented yet, so the auth
+scenarios are not run here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = Path(os.environ.get("MCP_SYNC_CONFORMANCE_SCRIPT", ROOT.parent / "shared" / "tools" / "conformance-client.sh"))
+CLIENT = f"{sys.executable} {ROOT / 'tests' / 'conformance' / 'client.py'}"
+
+LINES = {
+    "0.1.16": ({}, ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"]),
+    "0.2.0-alpha.12@2026-07-28": (
+        {"CONF_VERSION": "0.2.0-alpha.12", "CONF_SPEC_VERSION": "2026-07-28"},
+        [
+            "tools_call",
+            "request-metadata",
+            "sep-2322-client-request-state",
+            "http-standard-headers",
+            "http-custom-headers",
+            "http-invalid-tool-headers",
+            "json-schema-ref-no-deref",
+            "json-schema-2020-12-preservation",
+        ],
+    ),
+    "0.2.0-alpha.12@2025-11-25": (
+        {"CONF_VERSION": "0.2.0-alpha.12", "CONF_SPEC_VERSION": "2025-11-25"},
+        ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"],
+    ),
+}
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("line", list(LINES))
+def test_conformance_scenarios(line: str) -> None:
+    if not SCRIPT.exists():
+        pytest.skip(f"conformance runner not found at {SCRIPT} (set MCP_SYNC_CONFORMANCE_SCRIPT)")
+    env_extra, scenarios = LINES[line]
+    env = {**os.environ, **env_extra}
+    run = subprocess.run(
+        ["bash", str(SCRIPT), CLIENT, *scenarios], capture_output=True, text=True, env=env, timeout=850, cwd=ROOT
+    )
+    verdicts = {name: status for status, name in re.findall(r"^(PASS|FAIL) (\S+)", run.stdout, re.M)}
+    failed = sorted(name for name, status in verdicts.items() if status != "PASS")
+    assert set(verdicts) == set(scenarios), f"missing verdicts:\n{run.stdout}\n{run.stderr[-3000:]}"
+    assert not failed, f"failed scenarios:\n{run.stdout}"
