@@ -20,6 +20,7 @@ from ._client import USE_CLIENT_DEFAULT, Client, ClientState
 from ._connect import connect
 from ._handlers import apply_defaults
 from ._lifecycle import LEGACY_VERSIONS, MODERN_VERSIONS
+from ._subscriptions import Subscription
 from ._tasks import Task
 from ._version import __version__
 from .cancellation import CancellationToken
@@ -106,6 +107,7 @@ __all__ = [
     "ServerError",
     "ServerRequestError",
     "SessionExpiredError",
+    "Subscription",
     "Task",
     "TextContent",
     "TextResourceContents",

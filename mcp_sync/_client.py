@@ -15,10 +15,14 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
+import attrs
+
+from ._cache import ResultCache, check_mode, is_retry
 from ._engine import Engine, ProgressCallback
 from ._handlers import INPUT_METHODS, Handlers, Roots
 from ._headers import HEADER_MISMATCH, param_headers, tool_header_problem
 from ._lifecycle import Lifecycle, Negotiated
+from ._subscriptions import Subscription, Subscriptions
 from ._tasks import Task
 from ._threads import Dispatcher, run_concurrently
 from ._version import __version__
@@ -30,6 +34,7 @@ from .exceptions import (
     ClientStateError,
     ConnectionClosed,
     InputRequiredError,
+    MCPError,
     PaginationLimitError,
     ProtocolError,
     ResourceNotFound,
@@ -160,6 +165,9 @@ class Client:
         self.input_required_max_rounds = input_required_max_rounds
         self.on_notification = on_notification
         self.cache_enabled = cache
+        #: list/read/discover results kept while their ttlMs lasts (C1-C7); None with cache=False
+        self._cache: ResultCache | None = ResultCache() if cache else None
+        self._subscriptions = Subscriptions(self)
         self._handlers = Handlers(
             on_elicitation=on_elicitation,
             on_sampling=on_sampling,
@@ -297,6 +305,7 @@ class Client:
                     raise self._engine.closed_error or ConnectionClosed("the connection is closed")
                 log.info("mcp_sync: the server connection ended; starting it again")
                 self._engine.close("restarting")
+            restarted = self._negotiated is not None
             engine = self._new_engine()
             try:
                 engine, negotiated = self._lifecycle.connect(
@@ -312,6 +321,7 @@ class Client:
             self._engine, self._negotiated = engine, negotiated
             self._state = ClientState.OPEN
             _OPEN_CLIENTS.add(self)
+            self._after_connect(engine, negotiated, restarted=restarted)
             return negotiated
 
     def _new_engine(self) -> Engine:
@@ -323,6 +333,8 @@ class Client:
             on_notification=self._dispatch_notification,
             on_server_request=self._answer_server_request,
             dispatcher=self._dispatcher,
+            before_notification=lambda method, params: self._before_notification(engine, method, params),
+            on_closed=lambda error: self._subscriptions.connection_lost(engine),
         )
         engine.start()
         return engine
@@ -336,6 +348,7 @@ class Client:
             _OPEN_CLIENTS.discard(self)
             engine, dispatcher = self._engine, self._dispatcher
             self._engine = None
+        self._subscriptions.close_all()
         if engine is not None:
             engine.close()
         if dispatcher is not None:
@@ -429,6 +442,7 @@ class Client:
         """Send, then drive ``input_required`` rounds (MRTR, R2-R8) to a complete result."""
         responses = kwargs.pop("input_responses", None)
         state = kwargs.pop("request_state", None)
+        cache = kwargs.pop("cache", None)
         delay = _LOAD_SHED_BACKOFF[0]
         for _round in range(self.input_required_max_rounds + 1):
             round_params = dict(params)
@@ -436,7 +450,7 @@ class Client:
                 round_params["inputResponses"] = responses
             if state is not None:
                 round_params["requestState"] = state  # R3: echoed exactly, never inspected
-            result = self._send(method, round_params, **kwargs)
+            result = self._send_cached(method, round_params, cache, **kwargs)  # C2: retries bypass
             if result.get("resultType", "complete") != "input_required":
                 return result
             requests = result.get("inputRequests")
@@ -499,6 +513,58 @@ class Client:
         if capability not in negotiated.server_capabilities:
             raise CapabilityError(f"{method}: the server did not declare the {capability!r} capability", method=method)
 
+    # -- caching and connection hooks (C1-C7, U7) ----------------------------------------------
+
+    def _send_cached(self, method: str, params: dict[str, Any] | None, cache: str | None, **kwargs: Any) -> dict:
+        """:meth:`_send` through the result cache (see :mod:`._cache`); ``cache`` is the per-call mode."""
+        mode = check_mode(cache)
+        store = self._cache
+        if store is None or mode == "bypass" or is_retry(params):  # C2: retries never cached
+            return self._send(method, params, **kwargs)
+        self._connected()
+        auth = self._auth_context()
+        if mode == "use":
+            hit = store.get(method, params, auth)
+            if hit is not None:
+                return hit
+        generation = store.generation  # C6: an answer overtaken by an invalidation is not stored
+        result = self._send(method, params, **kwargs)
+        store.put(method, params, auth, result, generation=generation)
+        return result
+
+    def _auth_context(self, engine: Engine | None = None) -> Any:
+        """C5: the key of the credentials in use (the transport's ``auth_context``; stdio has none)."""
+        engine = engine or self._engine
+        context = getattr(engine.transport, "auth_context", None) if engine is not None else None
+        try:
+            hash(context)
+        except TypeError:
+            context = repr(context)
+        return context
+
+    def _before_notification(self, engine: Engine, method: str, params: dict[str, Any]) -> None:
+        """Reader thread, before anyone sees the notification: invalidate (C6), note listen acks."""
+        if self._cache is not None:
+            self._cache.notification(method, params)
+        self._subscriptions.before_notification(engine, method, params)
+
+    def _after_connect(self, engine: Engine, negotiated: Negotiated, *, restarted: bool) -> None:
+        """Under the client lock, right after (re)connecting."""
+        if self._cache is not None:
+            if restarted:
+                self._cache.clear()  # C6: notifications were missed while it was down
+            if negotiated.era == "modern":
+                store, auth = self._cache, self._auth_context(engine)
+                store.put("server/discover", None, auth, negotiated.server_info, generation=store.generation)
+        level = self._lifecycle.log_level
+        if negotiated.era == "legacy" and level is not None and "logging" in negotiated.server_capabilities:
+            try:  # LG8: session-wide, so a new session needs it again
+                engine.request("logging/setLevel", {"level": level}, timeout=self.timeout)
+            except MCPError as exc:
+                log.warning("mcp_sync: logging/setLevel %s failed: %s", level, exc)
+        if restarted:
+            self._subscriptions.reconnected(engine, negotiated)  # U7, T6
+
     # -- callbacks (dispatch and handler threads) -----------------------------------------
 
     def _dispatch_notification(self, method: str, params: dict[str, Any]) -> None:
@@ -508,7 +574,9 @@ class Client:
             logger = logging.getLogger(f"mcp_sync.server.{name or 'unknown'}")
             level = _LOG_LEVELS.get(str(params.get("level")), logging.INFO)
             if logger.isEnabledFor(level):
-                logger.log(level, "%s", params.get("data"))
+                source = params.get("logger")
+                logger.log(level, "[%s] %s" if source else "%s%s", source or "", params.get("data"))
+        self._subscriptions.dispatch(method, params)  # legacy: the session's own stream (LG9)
         if self.on_notification is not None:
             self.on_notification(method, params)
 
@@ -540,7 +608,7 @@ class Client:
     ) -> Page[T]:
         self._require(capability, method)
         params = {"cursor": cursor} if cursor is not None else None
-        raw = self._send(method, params, **kwargs)
+        raw = self._send_cached(method, params, kwargs.pop("cache", None), **kwargs)
         items = raw.get(key)
         if not isinstance(items, list):
             raise ProtocolError(f"{method}: the result has no {key!r} list", method=method)
@@ -557,9 +625,28 @@ class Client:
     def _walk(self, fetch: Callable[[str | None], Page[T]], method: str) -> Iterator[T]:
         cursor: str | None = None
         seen: set[str] = set()
+        yielded = skip = 0
+        restarted = False
         for _ in range(self.max_pages):
-            page = fetch(cursor)
-            yield from page.items
+            try:
+                page = fetch(cursor)
+            except ServerError as exc:
+                # C7: a cursor from a cached page can go stale. Discard the cached pages and
+                # walk again from the start, once, not yielding again the items already given.
+                cache = self._cache
+                if restarted or cursor is None or exc.code != INVALID_PARAMS or cache is None:
+                    raise
+                if not cache.invalidate(method):
+                    raise
+                log.info("mcp_sync: %s rejected a cursor (%s); re-fetching from the first page", method, exc)
+                restarted, cursor, seen, skip = True, None, set(), yielded
+                continue
+            for item in page.items:
+                if skip:
+                    skip -= 1
+                    continue
+                yielded += 1
+                yield item
             if page.next_cursor is None:
                 return
             if page.next_cursor in seen:
@@ -776,10 +863,11 @@ class Client:
     def read_resource(self, uri: str, **kwargs: Any) -> ReadResourceResult:
         """Read a resource. Raises :class:`ResourceNotFound` if it does not exist.
 
+        ``cache="use"|"refresh"|"bypass"``: see :meth:`clear_cache`.
+
         Example: ``text = client.read_resource("file:///notes.txt").text``
         """
         self._require("resources", "resources/read")
-        kwargs.pop("cache", None)
         try:
             raw = self._send_with_input("resources/read", {"uri": uri}, **kwargs)
         except ServerError as exc:
@@ -820,10 +908,27 @@ class Client:
         return Completion.from_wire(self._send("completion/complete", params, **kwargs))
 
     def discover(self, **kwargs: Any) -> DiscoverResult:
-        """``server/discover`` (modern servers): versions, capabilities, identity."""
-        if self._connected().era != "modern":
+        """``server/discover`` (modern servers): versions, capabilities, identity.
+
+        Cached like the lists (the connect-time answer seeds the cache): a fresh
+        one is reused within its ttlMs, a stale one re-fetched, and a re-fetched
+        one updates :attr:`server_capabilities` and :attr:`instructions`.
+        Example: ``client.discover(cache="refresh").capabilities``
+        """
+        negotiated = self._connected()
+        if negotiated.era != "modern":
             raise CapabilityError("server/discover: the server is a legacy server", method="server/discover")
-        return DiscoverResult.from_wire(self._send("server/discover", None, **kwargs))
+        raw = self._send_cached("server/discover", None, kwargs.pop("cache", None), **kwargs)
+        result = DiscoverResult.from_wire(raw)
+        with self._lock:
+            if self._negotiated is negotiated and raw is not negotiated.server_info:
+                self._negotiated = attrs.evolve(
+                    negotiated,
+                    server_capabilities=result.capabilities,
+                    instructions=result.instructions,
+                    server_info=raw,
+                )
+        return result
 
     def ping(self, **kwargs: Any) -> None:
         """Check the server is alive. Legacy: ``ping``; modern servers have no ping,
@@ -870,8 +975,58 @@ class Client:
             raise ClientStateError("the client is closed")
         engine.notify(method, dict(params) if params is not None else None)
 
+    def listen(
+        self,
+        tools_list_changed: bool = False,
+        prompts_list_changed: bool = False,
+        resources_list_changed: bool = False,
+        resource_uris: Sequence[str] = (),
+        on_notification: Callable[[str, dict], None] | None = None,
+        *,
+        timeout: Any = USE_CLIENT_DEFAULT,
+    ) -> Subscription:
+        """Subscribe to change notifications; returns a live :class:`Subscription`.
+
+        Modern servers: one ``subscriptions/listen`` request, returned from once
+        acknowledged (U2; ``timeout``, default the client's, then
+        :class:`RequestTimeout` and the listen is cancelled). Legacy servers:
+        ``resources/subscribe`` per URI and a ``ping``. Only what the server's
+        capabilities allow is asked for (U1); :class:`CapabilityError` if that
+        leaves nothing. ``on_notification(method, params)`` runs on the
+        dispatch thread for each event, and may call the client. After a server
+        restart the subscription is re-established and delivers
+        ``("mcp_sync/resubscribed", {...})`` (see :mod:`mcp_sync._subscriptions`).
+
+        Example::
+
+            with client.listen(tools_list_changed=True) as sub:
+                for method, params in sub:
+                    print(method, [t.name for t in client.tools()])
+        """
+        return self._subscriptions.listen(
+            tools_list_changed=tools_list_changed,
+            prompts_list_changed=prompts_list_changed,
+            resources_list_changed=resources_list_changed,
+            resource_uris=resource_uris,
+            on_notification=on_notification,
+            timeout=self.timeout if timeout is USE_CLIENT_DEFAULT else timeout,
+        )
+
     def clear_cache(self) -> None:
-        """Forget cached list/read results (see the ``cache`` option)."""
+        """Forget cached list, read and discover results.
+
+        The cache (``cache=True``, the default) reuses a result while its
+        ``ttlMs`` lasts (C3; absent or 0 means never), keeps ``cacheScope:
+        "private"`` results per authorization context (C5), and drops entries
+        when a list_changed or resources/updated notification arrives (C6) or
+        the server restarts. Per call, the list/read methods and ``discover``
+        take ``cache="use"`` (default), ``"refresh"`` (re-fetch and store) or
+        ``"bypass"`` (neither read nor store).
+
+        Example: ``client.clear_cache(); client.list_tools(cache="refresh")``
+        """
+        if self._cache is not None:
+            self._cache.clear()
 
     def __repr__(self) -> str:
         negotiated = self._negotiated

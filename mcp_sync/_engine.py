@@ -67,6 +67,7 @@ class Engine:
         on_server_request: ServerRequestHandler | None = None,
         before_notification: NotificationCallback | None = None,
         dispatcher: Dispatcher | None = None,
+        on_closed: Callable[[ConnectionClosed], None] | None = None,
     ) -> None:
         self.transport = transport
         self.name = getattr(transport, "name", "server")
@@ -75,6 +76,9 @@ class Engine:
         #: Runs on the reader thread before a notification is queued: must be quick
         #: and run no user code (the client invalidates its cache here, C6).
         self.before_notification = before_notification
+        #: Runs on the dispatch thread once the connection has ended, after every
+        #: notification queued before the end (subscriptions end their iteration here).
+        self.on_closed = on_closed
         self.dispatcher = dispatcher or Dispatcher(self.name)
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -251,6 +255,14 @@ class Engine:
         else:
             log.warning("mcp_sync: %s sent an unrecognized message (skipped): %.200r", self.name, message)
 
+    def stream_for(self, request_id: Any) -> NotificationCallback | None:
+        """The ``on_stream`` callback of the open request ``request_id`` (ids compare
+        type-exactly, U3), or None. Lets the reader-thread hook find a listen (U2)."""
+        if type(request_id) is not int:
+            return None
+        with self._lock:
+            return self._streams.get(request_id)
+
     def fail(self, request_id: Any, error: MCPError) -> None:
         with self._lock:
             pending = self._pending.get(request_id)
@@ -275,6 +287,8 @@ class Engine:
                     request_id=request_id,
                 )
             )
+        if self.on_closed is not None:
+            self.dispatcher.submit(self.on_closed, error)
 
     def _response(self, message: dict[str, Any]) -> None:
         request_id = message["id"]

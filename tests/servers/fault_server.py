@@ -2,7 +2,7 @@
 
 Run:  python fault_server.py [--era modern|legacy|dual] [--behaviour NAME ...]
                              [--version V] [--supported V1,V2] [--delay S]
-                             [--exit-after N]
+                             [--exit-after N] [--ttl-ms MS] [--cache-scope S]
 
 Python 3.9+, standard library only.  Wire format: newline-delimited JSON-RPC 2.0
 on stdin/stdout.  Diagnostics go to stderr, one plain line each.
@@ -23,7 +23,8 @@ Modern requests
   era ``modern`` a request without that ``_meta`` key gets -32602 (a
   ``server/discover`` without it is answered anyway).  Every modern result
   carries ``"resultType": "complete"``.  No result carries caching hints
-  (``ttlMs``), so a client must treat every result as immediately stale.
+  (``ttlMs``), so a client must treat every result as immediately stale,
+  unless behaviour ``cache-hints`` is on.
 ``server/discover``
   ``{"resultType": "complete", "supportedVersions": ["2026-07-28"],
   "capabilities": CAPABILITIES, "_meta": {"io.modelcontextprotocol/serverInfo":
@@ -118,6 +119,13 @@ Behaviours (``--behaviour NAME``, repeatable)
   ``slow-all``
       Delays every answer (not progress notifications) by ``--delay``
       seconds, default 0.5.
+  ``cache-hints``
+      Modern results of ``server/discover``, the four list methods and
+      ``resources/read`` carry ``"ttlMs": --ttl-ms`` (default 50) and
+      ``"cacheScope": --cache-scope`` (default "public").  ``--ttl-ms`` alone
+      also turns this on.
+  ``no-listen-ack``
+      ``subscriptions/listen`` is never acknowledged (the request stays open).
 
 Unlisted tools (modern requests; any era flag)
   ``mrtr_ask`` {tag}: answers ``input_required`` asking ``name`` (an
@@ -129,9 +137,24 @@ Unlisted tools (modern requests; any era flag)
   ``mrtr_shed``: answers state-only ``input_required`` (load shedding) twice,
   then "done after 2 retries".
 
+  ``notify_changed`` {kind: "tools"|"prompts"|"resources"}: sends
+  ``notifications/<kind>/list_changed`` to every open listen whose filter
+  asked for it (with its subscriptionId); on a legacy request, once, plainly.
+  ``notify_updated`` {uri}: ``notifications/resources/updated`` likewise, to
+  the listens whose ``resourceSubscriptions`` hold ``uri``.
+  ``end_listens`` {how: "result"|"cancel"}: ends every open listen, with its
+  final result or with ``notifications/cancelled`` naming it.  Each of
+  these three answers "<n> listens" (how many it reached; legacy: 0).
+
   ``task_job`` {plan}: with the tasks extension declared on the request,
   answers ``resultType: "task"`` and serves ``tasks/get|update|cancel``
   (see ``task_request`` for the plans); without it, a plain result.
+
+``subscriptions/listen`` (modern requests only; legacy ones get -32601)
+  Acknowledges with ``notifications/subscriptions/acknowledged`` carrying the
+  subscriptionId (the request id) and the truthy entries of the filter, then
+  stays open until the client cancels it (never answered then) or
+  ``end_listens`` ends it.  It counts as a request for ``counter``.
 
 ``--version V`` sets the server version reported in serverInfo (default
 "1.0").
@@ -154,6 +177,15 @@ MODERN_VERSION = "2026-07-28"
 LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+CACHEABLE = (
+    "server/discover",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+)
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 SERVER_NAME = "fault-server"
 INSTRUCTIONS = "fault server"
@@ -179,6 +211,8 @@ BEHAVIOURS = (
     "ping-client",
     "exit-after",
     "slow-all",
+    "cache-hints",
+    "no-listen-ack",
 )
 BEHAVIOUR_ALIASES = {"exit-after-N": "exit-after"}
 
@@ -254,6 +288,8 @@ class Options:
     supported: tuple[str, ...]
     delay: float
     exit_after: int
+    ttl_ms: int = 50
+    cache_scope: str = "public"
 
 
 @dataclass(frozen=True)
@@ -265,6 +301,16 @@ class Request:
     params: JsonObject
     modern: bool  # carries a protocol version in _meta and is treated as modern
     cancelled: threading.Event
+
+
+@dataclass
+class Listen:
+    """One open ``subscriptions/listen`` request."""
+
+    id: RequestId
+    honored: JsonObject
+    ended: threading.Event
+    how: str = "result"  # how end_listens ends it: "result" or "cancel"
 
 
 class FaultServer:
@@ -282,6 +328,7 @@ class FaultServer:
         self._discover_seen = False  # for lock-era
         self._cancelled_ids: list[RequestId] = []
         self._in_flight: dict[RequestId, threading.Event] = {}
+        self._listens: dict[RequestId, Listen] = {}  # open subscriptions/listen requests
 
     def has(self, behaviour: str) -> bool:
         return behaviour in self.options.behaviours
@@ -451,6 +498,7 @@ class FaultServer:
             "prompts/get": self.get_prompt,
             "completion/complete": self.complete,
             "logging/setLevel": self.empty,
+            "subscriptions/listen": self.listen,
             "tasks/get": self.task_request,
             "tasks/update": self.task_request,
             "tasks/cancel": self.task_request,
@@ -460,6 +508,12 @@ class FaultServer:
         result = handler(request)
         if request.modern:
             result = {"resultType": "complete", **result}
+        return self.cache_hints(request, result)
+
+    def cache_hints(self, request: Request, result: JsonObject) -> JsonObject:
+        """``cache-hints``: ttlMs and cacheScope on modern cacheable results."""
+        if self.has("cache-hints") and request.modern and request.method in CACHEABLE:
+            return {**result, "ttlMs": self.options.ttl_ms, "cacheScope": self.options.cache_scope}
         return result
 
     def check_modern(self, request: Request) -> None:
@@ -477,6 +531,9 @@ class FaultServer:
     # ----------------------------------------------------------- lifecycle
 
     def discover(self, request: Request) -> JsonObject:
+        return self.cache_hints(request, self.discover_result(request))
+
+    def discover_result(self, request: Request) -> JsonObject:
         with self._state_lock:
             self._discover_seen = True
         if self.has("die-on-discover"):
@@ -576,7 +633,67 @@ class FaultServer:
             return self.mrtr(name, arguments, request.params)
         if name == "task_job":
             return self.start_task(request, arguments)
+        if name in ("notify_changed", "notify_updated", "end_listens"):
+            return self.listen_tool(request, name, arguments)
         raise RpcError(-32602, f"Unknown tool: {name}")
+
+    # ------------------------------------------------------- subscriptions
+
+    def listen(self, request: Request) -> JsonObject:
+        """``subscriptions/listen``: acknowledge, then stay open until cancelled or ended."""
+        if not request.modern:
+            raise RpcError(-32601, "Method not found")
+        wanted = request.params.get("notifications")
+        honored = {k: v for k, v in (wanted or {}).items() if v} if isinstance(wanted, dict) else {}
+        listen = Listen(request.id, honored, threading.Event())
+        with self._state_lock:
+            self._listens[request.id] = listen
+        try:
+            if not self.has("no-listen-ack"):
+                self.notify(listen, "notifications/subscriptions/acknowledged", {"notifications": honored})
+            while not (request.cancelled.is_set() or listen.ended.is_set()):
+                request.cancelled.wait(0.05)
+        finally:
+            with self._state_lock:
+                self._listens.pop(request.id, None)
+        if request.cancelled.is_set():
+            raise NoAnswer
+        if listen.how == "cancel":
+            self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                       "params": {"requestId": request.id, "reason": "server shutting down"}})
+            raise NoAnswer
+        return {"_meta": {META_SUBSCRIPTION_ID: request.id}}
+
+    def notify(self, listen: Listen | None, method: str, params: JsonObject) -> None:
+        """Send a notification on ``listen``'s stream (with its subscriptionId), or plainly."""
+        if listen is not None:
+            params = {**params, "_meta": {META_SUBSCRIPTION_ID: listen.id}}
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def listen_tool(self, request: Request, name: str, arguments: JsonObject) -> JsonObject:
+        """``notify_changed``, ``notify_updated`` and ``end_listens``."""
+        with self._state_lock:
+            listens = list(self._listens.values())
+        if name == "notify_changed":
+            kind = str(arguments.get("kind", "tools"))
+            method, flag = f"notifications/{kind}/list_changed", f"{kind}ListChanged"
+            targets = [item for item in listens if item.honored.get(flag)]
+            params: JsonObject = {}
+        elif name == "notify_updated":
+            uri = str(arguments.get("uri", "test://a"))
+            method, params = "notifications/resources/updated", {"uri": uri}
+            targets = [item for item in listens if uri in (item.honored.get("resourceSubscriptions") or ())]
+        else:
+            for item in listens:
+                item.how = str(arguments.get("how", "result"))
+                item.ended.set()
+            return text_result(f"{len(listens)} listens")
+        if not request.modern:
+            self.notify(None, method, params)
+            return text_result("0 listens")
+        for item in targets:
+            self.notify(item, method, params)
+        return text_result(f"{len(targets)} listens")
 
     def start_task(self, request: Request, arguments: JsonObject) -> JsonObject:
         """``task_job``: a task (tasks extension) when the request declares it, else a plain result."""
@@ -814,10 +931,14 @@ def parse_options(argv: list[str] | None = None) -> Options:
     )
     parser.add_argument("--delay", type=float, default=0.5, help="seconds for slow-all")
     parser.add_argument("--exit-after", type=int, default=None, help="N for exit-after")
+    parser.add_argument("--ttl-ms", type=int, default=None, help="ttlMs for cache-hints (default 50)")
+    parser.add_argument("--cache-scope", default="public", help="cacheScope for cache-hints")
     args = parser.parse_args(argv)
     behaviours = {BEHAVIOUR_ALIASES.get(name, name) for name in args.behaviour}
     if args.exit_after is not None:
         behaviours.add("exit-after")
+    if args.ttl_ms is not None:
+        behaviours.add("cache-hints")
     return Options(
         era=args.era,
         behaviours=frozenset(behaviours),
@@ -825,6 +946,8 @@ def parse_options(argv: list[str] | None = None) -> Options:
         supported=tuple(v.strip() for v in args.supported.split(",") if v.strip()),
         delay=args.delay,
         exit_after=1 if args.exit_after is None else args.exit_after,
+        ttl_ms=50 if args.ttl_ms is None else args.ttl_ms,
+        cache_scope=args.cache_scope,
     )
 
 

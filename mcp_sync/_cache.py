@@ -1,0 +1,210 @@
+"""The result cache: list pages, resource reads and discover, kept while ``ttlMs`` lasts.
+
+Rules (checklist 1.10):
+
+* C1: only ``server/discover``, the four list methods and ``resources/read`` are
+  cached, and only results with ``resultType`` ``"complete"`` (or none: legacy).
+* C2: the key is the method plus the params minus ``_meta``; a request carrying
+  ``inputResponses`` or ``requestState`` (an input_required retry) is never
+  cached nor served from the cache.
+* C3: fresh while ``now < received + ttlMs``; ``ttlMs`` absent, zero, negative or
+  not an integer means "do not reuse", so such a result is not even stored.
+* C5: a ``cacheScope: "private"`` entry (and, to be safe, one with no scope) is
+  keyed by the authorization context as well, so it is never served under
+  another one; a ``"public"`` entry is shared.
+* C6: :meth:`ResultCache.notification` drops the entries a list_changed or
+  resources/updated notification makes stale; the client calls it on the
+  reader thread, before any subscriber sees the notification.
+* C7: pages are separate entries; :meth:`ResultCache.invalidate` drops all the
+  pages of one list when a cursor turns out to be invalid.
+
+Thread-safe: one lock guards the table; callers get deep copies, so a caller
+mutating ``page.raw`` never corrupts the cache.
+
+Example::
+
+    cache = ResultCache(clock=lambda: now[0])
+    gen = cache.generation
+    cache.put("tools/list", None, None, {"tools": [], "ttlMs": 5000}, generation=gen)
+    cache.get("tools/list", None, None)  # -> {"tools": [], "ttlMs": 5000} for 5 s
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import time
+from typing import Any, Callable, Hashable, Mapping
+
+import attrs
+
+#: C1: the methods whose results may be cached.
+CACHEABLE_METHODS = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
+#: The per-call ``cache=`` values: use a fresh entry, re-fetch and store, or neither.
+CACHE_MODES = ("use", "refresh", "bypass")
+#: C6: which notification makes which methods' entries stale.
+_INVALIDATES: dict[str, tuple[str, ...]] = {
+    "notifications/tools/list_changed": ("tools/list",),
+    "notifications/prompts/list_changed": ("prompts/list",),
+    "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
+}
+_MRTR_KEYS = ("inputResponses", "requestState")  # C2
+
+
+def check_mode(mode: str | None) -> str:
+    """Normalise a per-call ``cache=`` argument (None means ``"use"``); ValueError otherwise."""
+    if mode is None:
+        return "use"
+    if mode not in CACHE_MODES:
+        raise ValueError(f"cache must be one of {CACHE_MODES}, not {mode!r}")
+    return mode
+
+
+def is_retry(params: Mapping[str, Any] | None) -> bool:
+    """True for an input_required retry, which is never cached (C2)."""
+    return bool(params) and any(key in params for key in _MRTR_KEYS)  # type: ignore[operator]
+
+
+def params_key(params: Mapping[str, Any] | None) -> str:
+    """The canonical text of the params that affect the result: everything but ``_meta`` (C2)."""
+    relevant = {k: v for k, v in (params or {}).items() if k != "_meta"}
+    return json.dumps(relevant, sort_keys=True, separators=(",", ":"), default=repr)
+
+
+def freshness_ms(result: Mapping[str, Any]) -> int:
+    """The result's usable ``ttlMs``: 0 when absent, negative or not an integer (C3)."""
+    ttl = result.get("ttlMs")
+    if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0:
+        return 0
+    return ttl
+
+
+@attrs.define
+class _Entry:
+    method: str
+    params: dict[str, Any]
+    result: dict[str, Any]
+    expires: float
+
+
+class ResultCache:
+    """A thread-safe TTL cache of raw result dicts. ``clock`` returns seconds (monotonic).
+
+    ``generation`` changes on every invalidation; :meth:`put` refuses a result
+    fetched under an older generation, so an answer that raced a list_changed
+    notification is never stored as fresh (C6).
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[str, str, tuple[Any, ...]], _Entry] = {}
+        self._generation = 0
+
+    @property
+    def generation(self) -> int:
+        """Read before sending a request; pass to :meth:`put` with its answer."""
+        return self._generation
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    @staticmethod
+    def _scope(result: Mapping[str, Any], auth: Hashable) -> tuple[Any, ...]:
+        # C5: only an explicit "public" is shared across authorization contexts.
+        return ("public",) if result.get("cacheScope") == "public" else ("private", auth)
+
+    def get(self, method: str, params: Mapping[str, Any] | None, auth: Hashable) -> dict[str, Any] | None:
+        """A deep copy of the fresh result for this request under ``auth``, or None."""
+        if method not in CACHEABLE_METHODS or is_retry(params):
+            return None
+        key = params_key(params)
+        now = self._clock()
+        with self._lock:
+            for scope in (("private", auth), ("public",)):
+                entry = self._entries.get((method, key, scope))
+                if entry is None:
+                    continue
+                if now < entry.expires:  # C3: fresh while now < received + ttl
+                    return copy.deepcopy(entry.result)
+                del self._entries[(method, key, scope)]  # stale: the next fetch replaces it
+        return None
+
+    def put(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        auth: Hashable,
+        result: Mapping[str, Any],
+        *,
+        generation: int,
+    ) -> bool:
+        """Store ``result`` if it may be reused; True when stored.
+
+        Not stored: a method outside C1, a retry (C2), an input_required result
+        (C1), a ttlMs that allows no reuse (C3), or a generation that an
+        invalidation has overtaken (C6).
+        """
+        if method not in CACHEABLE_METHODS or is_retry(params):
+            return False
+        if result.get("resultType", "complete") != "complete":
+            return False
+        ttl = freshness_ms(result)
+        if ttl == 0:
+            return False
+        entry = _Entry(
+            method=method,
+            params={k: v for k, v in (params or {}).items() if k != "_meta"},
+            result=copy.deepcopy(dict(result)),
+            expires=self._clock() + ttl / 1000.0,
+        )
+        with self._lock:
+            if generation != self._generation:
+                return False
+            self._entries[(method, params_key(params), self._scope(result, auth))] = entry
+        return True
+
+    def invalidate(self, *methods: str, uri: str | None = None) -> int:
+        """Drop every entry of ``methods`` (for ``resources/read``, only those whose
+        URI is ``uri``, a sub-resource of it, or a parent of it: U8). Returns how many."""
+        with self._lock:
+            self._generation += 1
+            doomed = [
+                key
+                for key, entry in self._entries.items()
+                if entry.method in methods and (uri is None or _uri_related(entry.params.get("uri"), uri))
+            ]
+            for key in doomed:
+                del self._entries[key]
+        return len(doomed)
+
+    def notification(self, method: str, params: Mapping[str, Any]) -> None:
+        """C6: apply one server notification. Quick, runs no user code (reader thread)."""
+        if method in _INVALIDATES:
+            self.invalidate(*_INVALIDATES[method])
+        elif method == "notifications/resources/updated":
+            uri = params.get("uri")
+            self.invalidate("resources/read", uri=uri if isinstance(uri, str) else None)
+
+    def clear(self) -> None:
+        """Forget everything (``Client.clear_cache()``, and after a reconnect)."""
+        with self._lock:
+            self._generation += 1
+            self._entries.clear()
+
+
+def _uri_related(cached: Any, updated: str) -> bool:
+    if not isinstance(cached, str):
+        return False
+    return cached == updated or cached.startswith(updated) or updated.startswith(cached)
