@@ -60,14 +60,16 @@ class Outcome:
 
     ``settle`` returns False when the slot was already settled, which is how the
     races between an answer, a timeout and a cancellation are decided: exactly
-    one wins, atomically.
+    one wins, atomically. Built on two C-level locks rather than an Event (a
+    pure-Python Condition): this is the hand-off on every request's hot path.
     """
 
-    __slots__ = ("_done", "_error", "_event", "_lock", "_value")
+    __slots__ = ("_claim", "_done", "_error", "_gate", "_value")
 
     def __init__(self) -> None:
-        self._event = threading.Event()
-        self._lock = threading.Lock()
+        self._claim = threading.Lock()  # taken by the one settle that wins
+        self._gate = threading.Lock()  # held until settled; waiters pass through it
+        self._gate.acquire()
         self._value: Any = None
         self._error: BaseException | None = None
         self._done = False
@@ -77,16 +79,21 @@ class Outcome:
         return self._done
 
     def settle(self, value: Any = None, error: BaseException | None = None) -> bool:
-        with self._lock:
-            if self._done:
-                return False
-            self._value, self._error, self._done = value, error, True
-        self._event.set()
+        if not self._claim.acquire(blocking=False):
+            return False
+        self._value, self._error = value, error
+        self._done = True
+        self._gate.release()
         return True
 
     def wait(self, timeout: float | None) -> bool:
         """Block until settled or ``timeout`` seconds pass; True when settled."""
-        return self._event.wait(timeout)
+        if self._done:
+            return True
+        passed = self._gate.acquire() if timeout is None else self._gate.acquire(timeout=max(timeout, 0.0))
+        if passed:
+            self._gate.release()  # open for any other waiter
+        return passed or self._done
 
     def result(self) -> Any:
         """The value, or raise the error. Only after ``done``."""

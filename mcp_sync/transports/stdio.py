@@ -52,6 +52,7 @@ DEFAULT_ENV_VARS: tuple[str, ...] = (
 StderrTarget = Union[None, IO[str], Callable[[str], None]]
 
 _STDERR_TAIL_LINES = 20
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # one per process: built once
 _CHUNK = 1 << 20
 _ID_PATTERN = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 
@@ -146,7 +147,7 @@ class StdioTransport:
         process = self._process
         if process is None or process.stdin is None:
             raise ConnectionClosed("the stdio transport is not started")
-        data = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
+        data = _ENCODER.encode(message).encode("utf-8") + b"\n"
         try:
             with self._write_lock:
                 process.stdin.write(data)

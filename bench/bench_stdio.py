@@ -1,0 +1,407 @@
+"""Sequential ``tools/call`` throughput over stdio: mcp_sync vs the official SDK vs raw pipes.
+
+Every variant talks to the same server, ``tests/servers/sdk_server.py stdio`` (mcp==2.3.0
+MCPServer), and makes ``--calls`` sequential ``call_tool("echo", {"text": "hi"})`` calls:
+
+* ``mcp_sync``          ``mcp_sync.Client.stdio(sys.executable, [server, "stdio"])``, mode auto
+                        (this server answers the ``server/discover`` probe: modern era, 2026-07-28);
+* ``mcp_sync-legacy``   the same with ``mode="legacy"`` (initialize handshake, 2025-11-25);
+* ``official``          ``mcp.Client(StdioServerParameters(...))`` (mcp 2.3.0, asyncio), mode auto;
+* ``official-legacy``   the same with ``mode="legacy"``;
+* ``raw``               the floor: ``subprocess`` pipes and hand-written JSON lines in the modern era,
+                        with the ``_meta`` envelope byte-for-byte as mcp_sync sends it; one line
+                        written, one line read and parsed, in a loop;
+* ``raw-legacy``        the same floor after a hand-written ``initialize`` handshake.
+
+Each run happens in a fresh worker subprocess (this script with ``--worker``) that starts its
+server, warms up (50 calls), times the calls with ``time.perf_counter`` and reports its own
+peak RSS (``getrusage(RUSAGE_SELF).ru_maxrss``: the client process only, not the server child).
+Runs are repeated ``--repeat`` times, variants interleaved (the order rotates each round), and
+the MEDIAN calls/s is reported. The script also times ``import mcp_sync`` and the official
+client's import in fresh interpreters. It prints markdown tables.
+
+Run (from the repository root; no network needed)::
+
+    python bench/bench_stdio.py --calls 2000 --repeat 3
+
+Every server gets a per-run tag in its environment (``MCP_SYNC_BENCH_TAG``); at the end any
+process still carrying the tag is killed and reported, so no server outlives the script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, NamedTuple, Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER = str(ROOT / "tests" / "servers" / "sdk_server.py")
+TAG_VAR = "MCP_SYNC_BENCH_TAG"
+WARMUP = 50
+TOOL = "echo"
+ARGUMENTS = {"text": "hi"}
+WORKER_TIMEOUT = 600.0
+
+VARIANTS = ("mcp_sync", "mcp_sync-legacy", "official", "official-legacy", "raw", "raw-legacy")
+IMPORTS = {
+    "mcp_sync": "import mcp_sync",
+    "official (mcp 2.3.0)": "from mcp import Client, StdioServerParameters",
+}
+
+# The modern envelope exactly as mcp_sync sends it (see /tmp/notes/peers.md and the wire).
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "mcp-sync", "version": "0.1.0"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+class Timing(NamedTuple):
+    """What one worker run measured over its timed calls."""
+
+    wall: float  #: seconds, time.perf_counter
+    cpu: float  #: seconds of this client process's CPU (all its threads; not the server child)
+    era: str  #: the era and protocol version actually spoken
+
+
+class Clock:
+    """Times a block: wall clock and this process's CPU time."""
+
+    def __enter__(self) -> Clock:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+
+
+def server_env() -> dict[str, str]:
+    """Extra environment for each server: the tag the final sweep looks for."""
+    return {TAG_VAR: os.environ[TAG_VAR]}
+
+
+# -- worker side: one variant, in this (fresh) process ---------------------------------------
+
+
+def run_mcp_sync(mode: str, calls: int) -> Timing:
+    import mcp_sync
+
+    with mcp_sync.Client.stdio(sys.executable, [SERVER, "stdio"], env=server_env(), mode=mode) as client:
+        for _ in range(WARMUP):
+            result = client.call_tool(TOOL, ARGUMENTS)
+        assert result.text == "hi" and not result.is_error, result
+        with Clock() as clock:
+            for _ in range(calls):
+                result = client.call_tool(TOOL, ARGUMENTS)
+        assert result.text == "hi" and not result.is_error, result
+        return Timing(clock.wall, clock.cpu, f"{client.era} {client.protocol_version}")
+
+
+def run_official(mode: str, calls: int) -> Timing:
+    import asyncio
+
+    from mcp import Client, StdioServerParameters
+    from mcp_types import TextContent
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    async def main() -> Timing:
+        params = StdioServerParameters(command=sys.executable, args=[SERVER, "stdio"], env=server_env())
+        async with Client(params, mode=mode) as client:
+            for _ in range(WARMUP):
+                result = await client.call_tool(TOOL, ARGUMENTS)
+            content = result.content[0]
+            assert isinstance(content, TextContent) and content.text == "hi" and not result.is_error, result
+            with Clock() as clock:
+                for _ in range(calls):
+                    result = await client.call_tool(TOOL, ARGUMENTS)
+            assert not result.is_error, result
+            version = client.protocol_version
+            era = "modern" if version in MODERN_PROTOCOL_VERSIONS else "legacy"
+            return Timing(clock.wall, clock.cpu, f"{era} {version}")
+
+    return asyncio.run(main())
+
+
+def run_raw(mode: str, calls: int) -> Timing:
+    """The floor: blocking pipes, one JSON line out, one JSON line in."""
+    env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "LANG", "TMPDIR")} | server_env()
+    proc = subprocess.Popen(
+        [sys.executable, SERVER, "stdio"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    stdin, stdout = proc.stdin, proc.stdout
+
+    def rpc(request_id: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        line = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        stdin.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")
+        stdin.flush()
+        answer = json.loads(stdout.readline())
+        assert answer.get("id") == request_id and "result" in answer, answer
+        return answer["result"]  # type: ignore[no-any-return]
+
+    try:
+        if mode == "legacy":
+            client_info = MODERN_META["io.modelcontextprotocol/clientInfo"]
+            init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client_info}
+            version = rpc(1, "initialize", init)["protocolVersion"]
+            stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            stdin.flush()
+            call_params: dict[str, Any] = {"name": TOOL, "arguments": ARGUMENTS}
+        else:
+            version = rpc(1, "server/discover", {"_meta": MODERN_META})["supportedVersions"][0]
+            call_params = {"name": TOOL, "arguments": ARGUMENTS, "_meta": MODERN_META}
+        # Pre-encode the request around its id: the floor does no per-call serialization work.
+        head = b'{"jsonrpc":"2.0","id":'
+        tail = b',"method":"tools/call","params":' + json.dumps(call_params, separators=(",", ":")).encode() + b"}\n"
+        next_id = 2
+
+        def loop(n: int) -> dict[str, Any]:
+            nonlocal next_id
+            answer: dict[str, Any] = {}
+            for request_id in range(next_id, next_id + n):
+                stdin.write(head + str(request_id).encode() + tail)
+                stdin.flush()
+                answer = json.loads(stdout.readline())
+                if answer.get("id") != request_id:
+                    raise RuntimeError(f"unexpected answer: {answer!r:.200}")
+            next_id += n
+            return answer
+
+        assert loop(WARMUP)["result"]["content"][0]["text"] == "hi"
+        with Clock() as clock:
+            last = loop(calls)
+        assert last["result"]["content"][0]["text"] == "hi"
+        return Timing(clock.wall, clock.cpu, f"{mode} {version}")
+    finally:
+        stdin.close()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        stdout.close()
+
+
+RUNNERS: dict[str, Callable[[int], Timing]] = {
+    "mcp_sync": lambda n: run_mcp_sync("auto", n),
+    "mcp_sync-legacy": lambda n: run_mcp_sync("legacy", n),
+    "official": lambda n: run_official("auto", n),
+    "official-legacy": lambda n: run_official("legacy", n),
+    "raw": lambda n: run_raw("modern", n),
+    "raw-legacy": lambda n: run_raw("legacy", n),
+}
+
+
+def worker(variant: str, calls: int) -> None:
+    """Run one variant and print one JSON line: calls/s, era, peak RSS of this process."""
+    timing = RUNNERS[variant](calls)
+    rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux; excludes children
+    result = {
+        "variant": variant,
+        "calls_per_s": calls / timing.wall,
+        "cpu_us_per_call": timing.cpu / calls * 1e6,
+        "era": timing.era,
+        "rss_kib": rss_kib,
+    }
+    print(json.dumps(result))
+
+
+# -- orchestrator side: stdlib only, so it stays small (its RSS can leak into children's ru_maxrss) --
+
+
+def run_worker(variant: str, calls: int) -> Optional[dict[str, Any]]:
+    cmd = [sys.executable, __file__, "--worker", variant, "--calls", str(calls)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        out, err = proc.communicate(timeout=WORKER_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        print(f"  {variant}: timed out after {WORKER_TIMEOUT:.0f} s", file=sys.stderr)
+        sweep()
+        return None
+    if proc.returncode != 0 or not out.strip():
+        print(f"  {variant}: worker failed (exit {proc.returncode}):\n{err[-2000:]}", file=sys.stderr)
+        return None
+    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def tagged_pids(tag: str) -> list[int]:
+    """Processes (ours: the tag is unique to this run) whose environment carries the tag."""
+    needle = f"{TAG_VAR}={tag}".encode()
+    pids = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    if needle in f.read().split(b"\0"):
+                        pids.append(int(entry))
+            except OSError:
+                continue
+    return pids
+
+
+def sweep() -> int:
+    """Kill any process still carrying this run's tag (a server left behind); return how many."""
+    leftovers = tagged_pids(os.environ[TAG_VAR])
+    for pid in leftovers:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return len(leftovers)
+
+
+def import_time(statement: str) -> float:
+    code = f"import time;t=time.perf_counter();{statement};print(time.perf_counter()-t)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    return float(out.stdout.strip())
+
+
+def fmt_runs(values: list[float]) -> str:
+    return ", ".join(f"{v:,.0f}" for v in values)
+
+
+def paired_ratio(runs: dict[str, list[dict[str, Any]]], num: str, den: str) -> Optional[float]:
+    """Median over rounds of num/den within the same round (runs close in time share the noise)."""
+    by_round = {r["round"]: r["calls_per_s"] for r in runs.get(den, [])}
+    ratios = [r["calls_per_s"] / by_round[r["round"]] for r in runs.get(num, []) if r["round"] in by_round]
+    return statistics.median(ratios) if ratios else None
+
+
+def ratio_row(
+    label: str,
+    num: str,
+    den: str,
+    medians: dict[str, float],
+    runs: dict[str, list[dict[str, Any]]],
+    target: Optional[float],
+) -> str:
+    wanted = "(context)" if target is None else f">= {target:.2f}"
+    if num not in medians or den not in medians:
+        return f"| {label} | n/a | n/a | {wanted} | |"
+    value = medians[num] / medians[den]
+    paired = paired_ratio(runs, num, den)
+    paired_text = "n/a" if paired is None else f"{paired:.2f}"
+    verdict = "" if target is None else ("met" if value >= target else "**missed**")
+    return f"| {label} | {value:.2f} | {paired_text} | {wanted} | {verdict} |"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--calls", type=int, default=2000, help="timed calls per run (default 2000)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per variant (default 3)")
+    parser.add_argument("--import-runs", type=int, default=7, help="fresh interpreters per import timing")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated subset of {VARIANTS}")
+    parser.add_argument("--json", metavar="PATH", help="also write the raw results as JSON")
+    parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.worker:
+        worker(args.worker, args.calls)
+        return
+
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = set(variants) - set(VARIANTS)
+    if unknown:
+        parser.error(f"unknown variants: {sorted(unknown)}")
+    os.environ[TAG_VAR] = uuid.uuid4().hex  # inherited by the workers, passed on to their servers
+
+    started = datetime.datetime.now().astimezone()
+    load_before = os.getloadavg()
+    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+    try:
+        for round_no in range(args.repeat):
+            order = variants[round_no % len(variants) :] + variants[: round_no % len(variants)]
+            for variant in order:
+                result = run_worker(variant, args.calls)
+                if result is not None:
+                    result["round"] = round_no
+                    runs[variant].append(result)
+                    print(
+                        f"  round {round_no + 1}/{args.repeat} {variant:<16} {result['calls_per_s']:8,.0f} calls/s"
+                        f"  {result['cpu_us_per_call']:5.0f} CPU µs/call  {result['rss_kib'] / 1024:5.1f} MiB"
+                        f"  ({result['era']})",
+                        file=sys.stderr,
+                    )
+        imports: dict[str, list[float]] = {label: [] for label in IMPORTS}
+        for _ in range(args.import_runs):
+            for label, statement in IMPORTS.items():  # interleaved
+                imports[label].append(import_time(statement))
+    finally:
+        leftovers = sweep()
+    load_after = os.getloadavg()
+
+    medians = {v: statistics.median(r["calls_per_s"] for r in rs) for v, rs in runs.items() if rs}
+    print(
+        f"\n{started:%Y-%m-%d %H:%M %Z}; nproc {os.cpu_count()}; Python {platform.python_version()} "
+        f"({platform.machine()}, {platform.system()} {platform.release()}); "
+        f"--calls {args.calls} --repeat {args.repeat}, warm-up {WARMUP}; "
+        f"loadavg(1m) {load_before[0]:.2f} before, {load_after[0]:.2f} after\n"
+    )
+    print(
+        "| variant | era spoken | median calls/s | median µs/call (wall) | runs (calls/s) "
+        "| client CPU µs/call (median) | client peak RSS (MiB) |"
+    )
+    print("|---|---|---:|---:|---|---:|---:|")
+    for variant in variants:
+        rs = runs[variant]
+        if not rs:
+            print(f"| {variant} | failed | | | | | |")
+            continue
+        rss = statistics.median(r["rss_kib"] for r in rs) / 1024
+        cpu = statistics.median(r["cpu_us_per_call"] for r in rs)
+        med = medians[variant]
+        print(
+            f"| {variant} | {rs[0]['era']} | {med:,.0f} | {1e6 / med:,.0f} | "
+            f"{fmt_runs([r['calls_per_s'] for r in rs])} | {cpu:,.0f} | {rss:.1f} |"
+        )
+    print("\n| ratio (calls/s) | of the medians | median of per-round ratios | target | verdict (of the medians) |")
+    print("|---|---:|---:|---|---|")
+    print(ratio_row("mcp_sync / official", "mcp_sync", "official", medians, runs, 1.5))
+    print(ratio_row("mcp_sync / raw", "mcp_sync", "raw", medians, runs, 0.9))
+    print(ratio_row("raw / official (ceiling: a zero-cost client)", "raw", "official", medians, runs, None))
+    print(ratio_row("mcp_sync-legacy / official-legacy", "mcp_sync-legacy", "official-legacy", medians, runs, None))
+    print(ratio_row("mcp_sync-legacy / raw-legacy", "mcp_sync-legacy", "raw-legacy", medians, runs, None))
+    print("\n| import (fresh interpreter) | statement | median ms | runs (ms) |")
+    print("|---|---|---:|---|")
+    for label, times in imports.items():
+        print(
+            f"| {label} | `{IMPORTS[label]}` | {statistics.median(times) * 1e3:.0f} | "
+            f"{', '.join(f'{t * 1e3:.0f}' for t in times)} |"
+        )
+    print(f"\nServers left running at the end and killed by the sweep: {leftovers}")
+
+    if args.json:
+        payload = {
+            "started": started.isoformat(),
+            "calls": args.calls,
+            "repeat": args.repeat,
+            "runs": runs,
+            "medians": medians,
+            "imports": imports,
+            "leftovers": leftovers,
+            "loadavg": [load_before, load_after],
+            "python": platform.python_version(),
+            "nproc": os.cpu_count(),
+        }
+        Path(args.json).write_text(json.dumps(payload, indent=2))
+
+
+if __name__ == "__main__":
+    main()
