@@ -85,6 +85,11 @@ _INPUT_METHODS_ALLOWED = ("tools/call", "resources/read", "prompts/get")  # R1
 _LOAD_SHED_BACKOFF = (0.05, 0.25)  # first delay, cap (seconds)
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+#: Requests without side effects: re-sent once if their answer stream breaks (H13); never tools/call.
+_REPEATABLE = frozenset({
+    "server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list",
+    "resources/read", "prompts/get", "completion/complete", "tasks/get",
+})
 
 
 #: Clients with a live connection, closed at interpreter exit so no server process is orphaned.
@@ -417,15 +422,22 @@ class Client:
         if engine is None:
             raise ClientStateError("the client is closed")
         wire_params = self._lifecycle.params(negotiated, params, dict(meta) if meta else None, extensions)
-        result = engine.request(
-            method,
-            wire_params,
-            timeout=self.timeout if timeout is USE_CLIENT_DEFAULT else timeout,
-            cancel=cancel,
-            progress=progress,
-            headers=headers,
-            on_stream=on_stream,
-        )
+        options: dict[str, Any] = {
+            "timeout": self.timeout if timeout is USE_CLIENT_DEFAULT else timeout,
+            "cancel": cancel,
+            "progress": progress,
+            "headers": headers,
+            "on_stream": on_stream,
+        }
+        try:
+            result = engine.request(method, wire_params, **options)
+        except ConnectionClosed:
+            # H13: a modern response stream that broke while the connection lives on is
+            # re-issued once, as a new request with a new id, if it is safe to repeat.
+            if not (engine.alive and negotiated.era == "modern" and method in _REPEATABLE):
+                raise
+            log.info("mcp_sync: %s: the answer stream broke; sending it again (H13)", method)
+            result = engine.request(method, wire_params, **options)
         kind = result.get("resultType", "complete")  # J5: absent means complete
         if kind == "complete" or negotiated.era == "legacy":
             return result

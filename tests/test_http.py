@@ -316,6 +316,24 @@ def test_modern_broken_stream_raises_connection_closed(no_leaks: None) -> None:
             client.call_tool("echo", {})
 
 
+def test_modern_broken_stream_of_a_read_is_reissued(no_leaks: None) -> None:
+    """H13: a safe request whose stream broke is re-issued once, with a new id."""
+    with FakeServer("modern") as fake, mcp_sync.Client.http(fake.url) as client:
+        client.connect()
+        ids: list[Any] = []
+
+        def override(request: Request) -> Reply | None:
+            if request.rpc_method == "tools/list":
+                ids.append(request.json["id"])
+                if len(ids) == 1:
+                    return sse_reply("id: 1\ndata:")
+            return None
+
+        fake.override = override
+        assert [tool.name for tool in client.tools()] == ["echo"]
+        assert len(ids) == 2 and ids[0] != ids[1]
+
+
 def test_legacy_stream_resumed_with_last_event_id(no_leaks: None) -> None:
     """LG6: a legacy POST stream that closes after a priming event is resumed by GET with
     Last-Event-ID, after the server's retry delay; comment lines are ignored (H12)."""
