@@ -13,17 +13,19 @@ import logging
 import threading
 import time
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
 
 import attrs
 
 from ._cache import ResultCache, check_mode, is_retry
 from ._engine import Engine, ProgressCallback
 from ._handlers import INPUT_METHODS, Handlers, Roots
-from ._headers import HEADER_MISMATCH, param_headers, tool_header_problem
+from ._headers import HEADER_MISMATCH
 from ._lifecycle import Lifecycle, Negotiated
+from ._listing import ListingMixin
+from ._sentinels import USE_CLIENT_DEFAULT
 from ._subscriptions import Subscription, Subscriptions
-from ._tasks import Task
+from ._tasks import TASKS_EXTENSION, Task, TasksMixin
 from ._threads import Dispatcher, run_concurrently
 from ._version import __version__
 from .cancellation import CancellationToken
@@ -35,7 +37,6 @@ from .exceptions import (
     ConnectionClosed,
     InputRequiredError,
     MCPError,
-    PaginationLimitError,
     ProtocolError,
     ResourceNotFound,
     ServerError,
@@ -47,12 +48,9 @@ from .models import (
     Completion,
     DiscoverResult,
     GetPromptResult,
-    Page,
     Prompt,
     ReadResourceResult,
-    Resource,
     ResourceTemplate,
-    Tool,
 )
 
 if TYPE_CHECKING:
@@ -62,14 +60,6 @@ log = logging.getLogger("mcp_sync")
 
 T = TypeVar("T")
 
-
-class _Default(enum.Enum):
-    USE_CLIENT_DEFAULT = "USE_CLIENT_DEFAULT"
-
-
-#: Sentinel for "omitted": use the client's default (``None`` means wait for ever).
-USE_CLIENT_DEFAULT = _Default.USE_CLIENT_DEFAULT
-Timeout = "float | None | _Default"
 
 _LOG_LEVELS = {
     "debug": logging.DEBUG,
@@ -84,7 +74,6 @@ _LOG_LEVELS = {
 _INPUT_METHODS_ALLOWED = ("tools/call", "resources/read", "prompts/get")  # R1
 _LOAD_SHED_BACKOFF = (0.05, 0.25)  # first delay, cap (seconds)
 RELATED_TASK = "io.modelcontextprotocol/related-task"
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 #: Requests without side effects: re-sent once if their answer stream breaks (H13); never tools/call.
 _REPEATABLE = frozenset({
     "server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list",
@@ -113,7 +102,7 @@ class ClientState(enum.Enum):
     CLOSED = "closed"  #: close() was called; every request raises ClientStateError
 
 
-class Client:
+class Client(ListingMixin, TasksMixin):
     """A blocking MCP client. Thread-safe: share one between many threads.
 
     Build one with :meth:`stdio`, :meth:`http`, :meth:`sse` or
@@ -613,135 +602,6 @@ class Client:
         if negotiated is not None and negotiated.era == "legacy" and self._engine is not None:
             self._engine.notify("notifications/roots/list_changed")
 
-    # -- listing --------------------------------------------------------------------------
-
-    def _page(
-        self, method: str, key: str, model: Callable[[dict], T], capability: str, cursor: str | None, **kwargs: Any
-    ) -> Page[T]:
-        self._require(capability, method)
-        params = {"cursor": cursor} if cursor is not None else None
-        raw = self._send_cached(method, params, kwargs.pop("cache", None), **kwargs)
-        items = raw.get(key)
-        if not isinstance(items, list):
-            raise ProtocolError(f"{method}: the result has no {key!r} list", method=method)
-        next_cursor = raw.get("nextCursor")
-        return Page(
-            items=[model(item) for item in items if isinstance(item, dict)],
-            next_cursor=next_cursor if isinstance(next_cursor, str) else None,  # G1: "" is a cursor
-            ttl_ms=raw.get("ttlMs") if isinstance(raw.get("ttlMs"), int) else None,
-            cache_scope=raw.get("cacheScope") if isinstance(raw.get("cacheScope"), str) else None,
-            meta=raw.get("_meta"),
-            raw=raw,
-        )
-
-    def _walk(self, fetch: Callable[[str | None], Page[T]], method: str) -> Iterator[T]:
-        cursor: str | None = None
-        seen: set[str] = set()
-        yielded = skip = 0
-        restarted = False
-        for _ in range(self.max_pages):
-            try:
-                page = fetch(cursor)
-            except ServerError as exc:
-                # C7: a cursor from a cached page can go stale. Discard the cached pages and
-                # walk again from the start, once, not yielding again the items already given.
-                cache = self._cache
-                if restarted or cursor is None or exc.code != INVALID_PARAMS or cache is None:
-                    raise
-                if not cache.invalidate(method):
-                    raise
-                log.info("mcp_sync: %s rejected a cursor (%s); re-fetching from the first page", method, exc)
-                restarted, cursor, seen, skip = True, None, set(), yielded
-                continue
-            for item in page.items:
-                if skip:
-                    skip -= 1
-                    continue
-                yielded += 1
-                yield item
-            if page.next_cursor is None:
-                return
-            if page.next_cursor in seen:
-                raise PaginationLimitError(f"{method}: the server repeated cursor {page.next_cursor!r}", method=method)
-            seen.add(page.next_cursor)
-            cursor = page.next_cursor
-        raise PaginationLimitError(f"{method}: more than max_pages={self.max_pages} pages", method=method)
-
-    def list_tools(self, cursor: str | None = None, **kwargs: Any) -> Page[Tool]:
-        """One page of tools. Example: ``page = client.list_tools(); page.items, page.next_cursor``."""
-        return self._check_tool_headers(self._page("tools/list", "tools", Tool.from_wire, "tools", cursor, **kwargs))
-
-    def _mirrors_param_headers(self) -> bool:
-        """x-mcp-header applies on modern connections over a transport that mirrors it (HTTP, H8)."""
-        negotiated, engine = self._negotiated, self._engine
-        if negotiated is None or negotiated.era != "modern" or engine is None:
-            return False
-        return bool(getattr(engine.transport, "mirrors_param_headers", False))
-
-    def _check_tool_headers(self, page: Page[Tool]) -> Page[Tool]:
-        """H9: drop tools whose x-mcp-header annotations are invalid (with a warning); remember the
-        schemas of the others for :meth:`_param_headers`."""
-        if not self._mirrors_param_headers():
-            return page
-        kept: list[Tool] = []
-        with self._tool_schemas_lock:
-            for tool in page.items:
-                problem = tool_header_problem(tool.raw)
-                if problem is None:
-                    kept.append(tool)
-                    self._tool_schemas[tool.name] = tool.input_schema
-                else:
-                    log.warning("mcp_sync: ignoring tool %r: %s (H9)", tool.name, problem)
-                    self._tool_schemas.pop(tool.name, None)
-        if len(kept) == len(page.items):
-            return page
-        return Page(
-            items=kept,
-            next_cursor=page.next_cursor,
-            ttl_ms=page.ttl_ms,
-            cache_scope=page.cache_scope,
-            meta=page.meta,
-            raw=page.raw,
-        )
-
-    def _param_headers(self, name: str, arguments: Mapping[str, Any]) -> dict[str, str] | None:
-        """The ``Mcp-Param-*`` headers of a call (H8), from the schema seen when tools were listed."""
-        if not self._mirrors_param_headers():
-            return None
-        with self._tool_schemas_lock:
-            schema = self._tool_schemas.get(name)
-        return (param_headers(schema, arguments) or None) if schema else None
-
-    def tools(self, **kwargs: Any) -> Iterator[Tool]:
-        """Every tool, fetching pages lazily. Example: ``for tool in client.tools(): print(tool.name)``."""
-        return self._walk(lambda c: self.list_tools(c, **kwargs), "tools/list")
-
-    def list_resources(self, cursor: str | None = None, **kwargs: Any) -> Page[Resource]:
-        """One page of resources."""
-        return self._page("resources/list", "resources", Resource.from_wire, "resources", cursor, **kwargs)
-
-    def resources(self, **kwargs: Any) -> Iterator[Resource]:
-        """Every resource, lazily. Example: ``uris = [r.uri for r in client.resources()]``."""
-        return self._walk(lambda c: self.list_resources(c, **kwargs), "resources/list")
-
-    def list_resource_templates(self, cursor: str | None = None, **kwargs: Any) -> Page[ResourceTemplate]:
-        """One page of resource templates."""
-        return self._page(
-            "resources/templates/list", "resourceTemplates", ResourceTemplate.from_wire, "resources", cursor, **kwargs
-        )
-
-    def resource_templates(self, **kwargs: Any) -> Iterator[ResourceTemplate]:
-        """Every resource template, lazily."""
-        return self._walk(lambda c: self.list_resource_templates(c, **kwargs), "resources/templates/list")
-
-    def list_prompts(self, cursor: str | None = None, **kwargs: Any) -> Page[Prompt]:
-        """One page of prompts."""
-        return self._page("prompts/list", "prompts", Prompt.from_wire, "prompts", cursor, **kwargs)
-
-    def prompts(self, **kwargs: Any) -> Iterator[Prompt]:
-        """Every prompt, lazily. Example: ``names = [p.name for p in client.prompts()]``."""
-        return self._walk(lambda c: self.list_prompts(c, **kwargs), "prompts/list")
-
     # -- operations ---------------------------------------------------------------------
 
     def call_tool(
@@ -800,77 +660,6 @@ class Client:
         if raise_on_error and result.is_error:
             raise ToolError(f"tool {name!r} failed: {result.text[:200]}", result=result, method="tools/call")
         return result
-
-    # -- tasks -----------------------------------------------------------------------------
-
-    def call_tool_as_task(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        ttl: int | None = None,
-        timeout: Any = USE_CLIENT_DEFAULT,
-        cancel: CancellationToken | None = None,
-        meta: Mapping[str, Any] | None = None,
-    ) -> Task:
-        """Start a tool call as a task and return its :class:`Task` handle at once.
-
-        Modern servers get the ``io.modelcontextprotocol/tasks`` extension
-        declared on this request (X1) and decide whether to make a task; one
-        that answers at once gives an already completed Task. Legacy
-        2025-11-25 servers get ``params.task`` (LG12), with ``ttl`` in ms.
-
-        Example::
-
-            task = client.call_tool_as_task("long_job", {"input": "data"}, ttl=60_000)
-            result = task.wait(timeout=600)
-        """
-        self._require("tools", "tools/call")
-        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
-        options: dict[str, Any] = {"timeout": timeout, "cancel": cancel, "meta": meta}
-        if self._connected().era == "legacy":
-            params["task"] = {"ttl": ttl} if ttl is not None else {}
-            raw = self._send("tools/call", params, **options)
-            if isinstance(raw.get("task"), dict):
-                return Task.from_wire(raw, "legacy", self)
-        else:
-            raw = self._send_with_input("tools/call", params, extensions={TASKS_EXTENSION: {}}, **options)
-            if raw.get("resultType") == "task":
-                return Task.from_wire(raw, "modern", self)
-        # answered at once: a task that is already complete, its result inline
-        return Task(task_id="", status="completed", era="modern", raw={"result": raw}, client=self)
-
-    def _task_request(self, method: str, task: Task, **params: Any) -> dict[str, Any]:
-        extensions = {TASKS_EXTENSION: {}} if task.era == "modern" else None
-        return self._send(method, {"taskId": task.task_id, **params}, extensions=extensions)
-
-    def get_task(self, task: Task | str) -> Task:
-        """The task's current state (``tasks/get``), as a new :class:`Task`."""
-        handle = self._task_handle(task)
-        return Task.from_wire(self._task_request("tasks/get", handle), handle.era, self)
-
-    def update_task(self, task: Task | str, input_responses: Mapping[str, Any]) -> None:
-        """Answer a modern task's ``inputRequests`` (``tasks/update``, X4)."""
-        self._task_request("tasks/update", self._task_handle(task), inputResponses=dict(input_responses))
-
-    def cancel_task(self, task: Task | str) -> None:
-        """Ask the server to cancel a task (``tasks/cancel``; cooperative, K5)."""
-        self._task_request("tasks/cancel", self._task_handle(task))
-
-    def list_tasks(self) -> list[Task]:
-        """The server's tasks (legacy ``tasks/list``)."""
-        raw = self._send("tasks/list")
-        tasks = raw.get("tasks") if isinstance(raw.get("tasks"), list) else []
-        return [Task.from_wire(t, "legacy", self) for t in tasks if isinstance(t, dict)]
-
-    def _task_handle(self, task: Task | str) -> Task:
-        if isinstance(task, Task):
-            return task
-        return Task(task_id=task, status="working", era=self._connected().era, client=self)
-
-    def _task_result(self, task: Task, timeout: float | None) -> CallToolResult:
-        """Legacy ``tasks/result``: blocks until the task ends (LG12)."""
-        return CallToolResult.from_wire(self._send("tasks/result", {"taskId": task.task_id}, timeout=timeout))
 
     def read_resource(self, uri: str, **kwargs: Any) -> ReadResourceResult:
         """Read a resource. Raises :class:`ResourceNotFound` if it does not exist.

@@ -15,15 +15,19 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import attrs
 
+from ._sentinels import USE_CLIENT_DEFAULT
+from .cancellation import CancellationToken
 from .exceptions import Cancelled, RequestTimeout, server_error_from
 from .models import CallToolResult
 
 if TYPE_CHECKING:
     from ._client import Client
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 TERMINAL = ("completed", "failed", "cancelled")
 DEFAULT_POLL_INTERVAL = 1.0  # seconds, when the server suggests none
@@ -141,3 +145,76 @@ class Task:
 
 def _remaining(deadline: float | None) -> float | None:
     return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+class TasksMixin:
+    """The task methods of :class:`~mcp_sync.Client` (X1-X6, LG12)."""
+
+    def call_tool_as_task(
+        self: Client,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        ttl: int | None = None,
+        timeout: Any = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Task:
+        """Start a tool call as a task and return its :class:`Task` handle at once.
+
+        Modern servers get the ``io.modelcontextprotocol/tasks`` extension
+        declared on this request (X1) and decide whether to make a task; one
+        that answers at once gives an already completed Task. Legacy
+        2025-11-25 servers get ``params.task`` (LG12), with ``ttl`` in ms.
+
+        Example::
+
+            task = client.call_tool_as_task("long_job", {"input": "data"}, ttl=60_000)
+            result = task.wait(timeout=600)
+        """
+        self._require("tools", "tools/call")
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        options: dict[str, Any] = {"timeout": timeout, "cancel": cancel, "meta": meta}
+        if self._connected().era == "legacy":
+            params["task"] = {"ttl": ttl} if ttl is not None else {}
+            raw = self._send("tools/call", params, **options)
+            if isinstance(raw.get("task"), dict):
+                return Task.from_wire(raw, "legacy", self)
+        else:
+            raw = self._send_with_input("tools/call", params, extensions={TASKS_EXTENSION: {}}, **options)
+            if raw.get("resultType") == "task":
+                return Task.from_wire(raw, "modern", self)
+        # answered at once: a task that is already complete, its result inline
+        return Task(task_id="", status="completed", era="modern", raw={"result": raw}, client=self)
+
+    def _task_request(self: Client, method: str, task: Task, **params: Any) -> dict[str, Any]:
+        extensions = {TASKS_EXTENSION: {}} if task.era == "modern" else None
+        return self._send(method, {"taskId": task.task_id, **params}, extensions=extensions)
+
+    def get_task(self: Client, task: Task | str) -> Task:
+        """The task's current state (``tasks/get``), as a new :class:`Task`."""
+        handle = self._task_handle(task)
+        return Task.from_wire(self._task_request("tasks/get", handle), handle.era, self)
+
+    def update_task(self: Client, task: Task | str, input_responses: Mapping[str, Any]) -> None:
+        """Answer a modern task's ``inputRequests`` (``tasks/update``, X4)."""
+        self._task_request("tasks/update", self._task_handle(task), inputResponses=dict(input_responses))
+
+    def cancel_task(self: Client, task: Task | str) -> None:
+        """Ask the server to cancel a task (``tasks/cancel``; cooperative, K5)."""
+        self._task_request("tasks/cancel", self._task_handle(task))
+
+    def list_tasks(self: Client) -> list[Task]:
+        """The server's tasks (legacy ``tasks/list``)."""
+        raw = self._send("tasks/list")
+        tasks = raw.get("tasks") if isinstance(raw.get("tasks"), list) else []
+        return [Task.from_wire(t, "legacy", self) for t in tasks if isinstance(t, dict)]
+
+    def _task_handle(self: Client, task: Task | str) -> Task:
+        if isinstance(task, Task):
+            return task
+        return Task(task_id=task, status="working", era=self._connected().era, client=self)
+
+    def _task_result(self: Client, task: Task, timeout: float | None) -> CallToolResult:
+        """Legacy ``tasks/result``: blocks until the task ends (LG12)."""
+        return CallToolResult.from_wire(self._send("tasks/result", {"taskId": task.task_id}, timeout=timeout))
