@@ -225,3 +225,61 @@ def test_everything_handler_refusal_becomes_error_answer(everything_js: Path) ->
         else:
             assert result.is_error or "user declined" in result.text
         assert client.call_tool("echo", {"message": "ok"}).text == "Echo: ok"
+
+
+def test_everything_url_elicitation(everything_js: Path) -> None:
+    """URL mode is declared only when the handler says so (url = True); the URL is passed, never opened (L4)."""
+    seen: list[dict] = []
+
+    def on_elicitation(params: dict) -> dict:
+        seen.append(params)
+        return {"action": "accept"}
+
+    on_elicitation.url = True  # type: ignore[attr-defined]
+    with mcp_sync.Client.stdio("node", [str(everything_js), "stdio"], on_elicitation=on_elicitation,
+                               probe_timeout=5) as client:
+        result = client.call_tool("trigger-url-elicitation", {"url": "https://example.com/x", "elicitationId": "e1"})
+        assert "completed the URL elicitation" in result.text
+        assert seen == [{"mode": "url", "url": "https://example.com/x", "elicitationId": "e1",
+                         "message": "Please open the link to complete this action."}]
+
+
+def test_url_mode_refused_when_not_declared() -> None:
+    """LG11: a URL request to a form-only handler is answered with -32602, not guessed."""
+    from mcp_sync._handlers import Handlers
+
+    handlers = Handlers(on_elicitation=accept_name)
+    assert handlers.capabilities("modern") == {"elicitation": {"form": {}}}
+    with pytest.raises(mcp_sync.ServerRequestError) as info:
+        handlers.answer("elicitation/create", {"mode": "url", "url": "https://example.com"})
+    assert info.value.code == -32602
+
+
+def test_tool_enabled_sampling_needs_opt_in() -> None:
+    """M1: tools in a sampling request are refused (-32602) unless sampling_tools=True."""
+    from mcp_sync._handlers import Handlers
+
+    def sample(params: dict) -> dict:
+        return {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"}
+
+    request = {"messages": [], "maxTokens": 5, "tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
+    with pytest.raises(mcp_sync.ServerRequestError) as info:
+        Handlers(on_sampling=sample).answer("sampling/createMessage", request)
+    assert info.value.code == -32602
+    opted_in = Handlers(on_sampling=sample, sampling_tools=True)
+    assert opted_in.capabilities("modern") == {"sampling": {"tools": {}}}
+    assert opted_in.answer("sampling/createMessage", request)["model"] == "m"
+
+
+def test_legacy_roots_list_changed_on_set_roots() -> None:
+    """LG10: set_roots tells a legacy server with notifications/roots/list_changed; modern servers
+    just see the new roots on their next request."""
+    lines: list[str] = []
+    with mcp_sync.Client.stdio(PY, fault_args("--era", "legacy"), mode="legacy", on_roots=["file:///a"],
+                               stderr=lines.append) as client:
+        client.set_roots(["file:///b"])
+        client.call_tool("echo", {"text": "sync"})  # the notification was written before this request
+        deadline = time.monotonic() + 5
+        while not any("roots/list_changed" in line for line in lines) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert any("ignored notification: notifications/roots/list_changed" in line for line in lines)
