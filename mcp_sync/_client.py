@@ -26,7 +26,7 @@ from ._listing import ListingMixin
 from ._sentinels import USE_CLIENT_DEFAULT
 from ._subscriptions import Subscription, Subscriptions
 from ._tasks import TASKS_EXTENSION, Task, TasksMixin
-from ._threads import Dispatcher, run_concurrently
+from ._threads import Dispatcher, run_concurrently, spawn
 from ._version import __version__
 from .cancellation import CancellationToken
 from .exceptions import (
@@ -329,6 +329,7 @@ class Client(ListingMixin, TasksMixin):
             dispatcher=self._dispatcher,
             before_notification=lambda method, params: self._before_notification(engine, method, params),
             on_closed=lambda error: self._subscriptions.connection_lost(engine),
+            on_session_renewed=lambda: self._session_renewed(engine),
         )
         engine.start()
         return engine
@@ -565,6 +566,28 @@ class Client(ListingMixin, TasksMixin):
                 log.warning("mcp_sync: logging/setLevel %s failed: %s", level, exc)
         if restarted:
             self._subscriptions.reconnected(engine, negotiated)  # U7, T6
+
+    def _session_renewed(self, engine: Engine) -> None:
+        """Dispatch thread: the transport replaced an expired legacy HTTP session (LG3).
+
+        The new session knows nothing of the old one: cached results may be stale,
+        the log level and resource subscriptions must be asked for again (in the
+        background: this thread must not wait on the server)."""
+        negotiated = self._negotiated
+        if negotiated is None or engine is not self._engine or self._state is ClientState.CLOSED:
+            return
+        if self._cache is not None:
+            self._cache.clear()
+        level = self._lifecycle.log_level
+        if level is not None and "logging" in negotiated.server_capabilities:
+            spawn(lambda: self._resend_log_level(engine, level), "renew", engine.name)
+        self._subscriptions.session_renewed(engine, negotiated)
+
+    def _resend_log_level(self, engine: Engine, level: str) -> None:
+        try:
+            engine.request("logging/setLevel", {"level": level}, timeout=self.timeout)
+        except MCPError as exc:
+            log.warning("mcp_sync: logging/setLevel %s on the new session failed: %s", level, exc)
 
     # -- callbacks (dispatch and handler threads) -----------------------------------------
 

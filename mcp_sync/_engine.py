@@ -68,6 +68,7 @@ class Engine:
         before_notification: NotificationCallback | None = None,
         dispatcher: Dispatcher | None = None,
         on_closed: Callable[[ConnectionClosed], None] | None = None,
+        on_session_renewed: Callable[[], None] | None = None,
     ) -> None:
         self.transport = transport
         self.name = getattr(transport, "name", "server")
@@ -79,6 +80,9 @@ class Engine:
         #: Runs on the dispatch thread once the connection has ended, after every
         #: notification queued before the end (subscriptions end their iteration here).
         self.on_closed = on_closed
+        #: Runs on the dispatch thread when the transport replaced an expired legacy
+        #: HTTP session by itself (LG3): session state (subscriptions, log level) is gone.
+        self.on_session_renewed = on_session_renewed
         self.dispatcher = dispatcher or Dispatcher(self.name)
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -262,6 +266,11 @@ class Engine:
             return None
         with self._lock:
             return self._streams.get(request_id)
+
+    def session_renewed(self) -> None:
+        """Transport thread: a new session replaced an expired one (LG3)."""
+        if self.on_session_renewed is not None:
+            self.dispatcher.submit(self.on_session_renewed)
 
     def fail(self, request_id: Any, error: MCPError) -> None:
         with self._lock:

@@ -539,6 +539,36 @@ class Subscriptions:
         with self._lock:
             self._threads.add(thread)
 
+    def session_renewed(self, engine: Engine, negotiated: Negotiated) -> None:
+        """A legacy HTTP session was replaced on the same connection (LG3): the new one holds
+        no resource subscriptions, so subscribe again in the background and tell each
+        subscriber with the resubscribed event."""
+        subs = [sub for sub in self._live() if sub._engine is engine and sub._era == "legacy" and sub.state == "live"]
+        if not subs:
+            return
+        with self._lock:
+            self._uri_engine, self._uri_refs = None, {}  # nothing is subscribed on the new session
+
+        def run() -> None:
+            try:
+                for sub in subs:
+                    if sub.closed:
+                        continue
+                    with sub._lock:
+                        sub._uris_held = ()
+                    try:
+                        sub._legacy_subscribe(engine, negotiated, resubscribe=True)
+                    except MCPError as exc:
+                        log.warning("mcp_sync: could not re-subscribe %r on the new session: %s", sub.requested, exc)
+                        sub._ended(f"re-subscribing on the new session failed: {exc}")
+            finally:
+                with self._lock:
+                    self._threads.discard(threading.current_thread())
+
+        thread = spawn(run, "resubscribe", engine.name)
+        with self._lock:
+            self._threads.add(thread)
+
     def close_all(self) -> None:
         """The client is closing: close every subscription (no unsubscribe round trips)."""
         for sub in self._live():

@@ -262,3 +262,44 @@ def test_legacy_filters_by_what_was_asked(no_leaks: None) -> None:
             assert wait_for(lambda: "notifications/prompts/list_changed" in seen)
             with pytest.raises(TimeoutError):
                 sub.get(timeout=0.3)
+
+
+def test_legacy_http_session_renewal_resubscribes(no_leaks: None) -> None:
+    """LG3 + LG9: when the transport replaces an expired session, the resource subscriptions
+    (and the log level) are asked for again on the new session, and the subscriber is told."""
+    from httpkit import LEGACY, FakeServer, Reply, Request, json_reply, result
+
+    sessions_made = [0]
+
+    def override(request: Request) -> Reply | None:
+        method = request.rpc_method
+        if method == "initialize":
+            sessions_made[0] += 1
+            session = f"s{sessions_made[0]}"
+            fake.sessions.add(session)
+            caps = {"tools": {}, "resources": {"subscribe": True}, "logging": {}}
+            init = {"protocolVersion": LEGACY, "capabilities": caps, "serverInfo": {"name": "fake", "version": "1"}}
+            return json_reply(result(request, init), **{"Mcp-Session-Id": session})
+        if method in ("resources/subscribe", "ping", "logging/setLevel") and (
+            request.headers.get("mcp-session-id") in fake.sessions
+        ):
+            return json_reply(result(request, {}))
+        return None
+
+    with FakeServer("legacy") as fake:
+        fake.override = override
+        with mcp_sync.Client.http(fake.url, mode="legacy", log_level="info") as client:
+            sub = client.listen(resource_uris=["file:///x"])
+            assert len(fake.seen("resources/subscribe")) == 1
+            fake.sessions.clear()  # the server forgets every session
+            assert [t.name for t in client.tools()] == ["echo"]  # renewed transparently (LG3)
+            method, params = sub.get(timeout=5) or ("", {})
+            assert method == "mcp_sync/resubscribed" and params["era"] == "legacy"
+            subscribes = fake.seen("resources/subscribe")
+            assert len(subscribes) == 2
+            assert subscribes[0].headers["mcp-session-id"] != subscribes[1].headers["mcp-session-id"]
+            deadline = time.monotonic() + 5
+            while len(fake.seen("logging/setLevel")) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert len(fake.seen("logging/setLevel")) == 2
+            sub.close()

@@ -76,6 +76,8 @@ class LegacySession(HttpBase):
                 raise error from exc
         if self._initialized_message is not None:
             self._send_oneway(self._initialized_message, None, None, resent=True)
+        if self._sink is not None:
+            self._sink.session_renewed()  # the new session holds none of the old one's state
 
     def _replay_initialize(self, init: dict[str, Any]) -> None:
         slot = Slot()

@@ -26,6 +26,9 @@ class MessageSink(Protocol):
     def closed(self, error: ConnectionClosed) -> None:
         """The connection ended; ``error`` says how. Called at most once."""
 
+    def session_renewed(self) -> None:
+        """A legacy HTTP session expired and the transport started a new one (LG3)."""
+
 
 class Transport(Protocol):
     """The three-and-a-bit methods the engine needs from a transport.
