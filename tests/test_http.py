@@ -518,3 +518,20 @@ def test_h9_integer_range_enforced_at_call_time() -> None:
     assert param_headers(schema, {"n": 2**53 - 1}) == {"Mcp-Param-N": str(2**53 - 1)}
     with pytest.raises(ValueError, match="2\\*\\*53"):
         param_headers(schema, {"n": 2**53})
+
+
+def test_legacy_stream_notification_callback_may_call_the_client(sdk_http_url: str, no_leaks: None) -> None:
+    """A notification a legacy server sends on a POST's stream reaches on_notification, which
+    may itself call the client (it runs on the dispatch thread: no deadlock)."""
+    relisted: list[list[str]] = []
+    done = threading.Event()
+
+    def on_notification(method: str, params: dict) -> None:
+        if method == "notifications/tools/list_changed":
+            relisted.append([tool.name for tool in client.tools(cache="bypass")])
+            done.set()
+
+    with mcp_sync.Client.http(sdk_http_url, mode="legacy", on_notification=on_notification) as client:
+        client.call_tool("add_tool", {"name": "from_stream"})
+        assert done.wait(10)
+    assert "from_stream" in relisted[0]
