@@ -44,17 +44,29 @@ LINES = {
 }
 
 
-@pytest.mark.timeout(900)
-@pytest.mark.parametrize("line", list(LINES))
-def test_conformance_scenarios(line: str) -> None:
-    if not SCRIPT.exists():
-        pytest.skip(f"conformance runner not found at {SCRIPT} (set MCP_SYNC_CONFORMANCE_SCRIPT)")
-    env_extra, scenarios = LINES[line]
-    env = {**os.environ, **env_extra}
+def run_suite(env: dict[str, str], scenarios: list[str]) -> tuple[dict[str, str], str]:
+    """Run the scenarios; return ``{scenario: "PASS" | "FAIL"}`` and the runner's output."""
     run = subprocess.run(
         ["bash", str(SCRIPT), CLIENT, *scenarios], capture_output=True, text=True, env=env, timeout=850, cwd=ROOT
     )
     verdicts = {name: status for status, name in re.findall(r"^(PASS|FAIL) (\S+)", run.stdout, re.M)}
+    return verdicts, run.stdout + run.stderr[-3000:]
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("line", list(LINES))
+def test_conformance_scenarios(line: str) -> None:
+    """Every listed scenario passes. A scenario that fails is run once more, alone, since some
+    checks are timing windows (sse-retry wants the reconnect 450-700 ms after the close) that a
+    loaded 2-core machine can miss; the output of both runs is in the failure message."""
+    if not SCRIPT.exists():
+        pytest.skip(f"conformance runner not found at {SCRIPT} (set MCP_SYNC_CONFORMANCE_SCRIPT)")
+    env_extra, scenarios = LINES[line]
+    env = {**os.environ, **env_extra}
+    verdicts, output = run_suite(env, scenarios)
+    assert set(verdicts) == set(scenarios), f"missing verdicts:\n{output}"
     failed = sorted(name for name, status in verdicts.items() if status != "PASS")
-    assert set(verdicts) == set(scenarios), f"missing verdicts:\n{run.stdout}\n{run.stderr[-3000:]}"
-    assert not failed, f"failed scenarios:\n{run.stdout}"
+    if failed:
+        again, output_again = run_suite(env, failed)
+        still = sorted(name for name in failed if again.get(name) != "PASS")
+        assert not still, f"failed twice: {still}\nfirst run:\n{output}\nsecond run:\n{output_again}"
