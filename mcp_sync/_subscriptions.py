@@ -516,28 +516,15 @@ class Subscriptions:
     def reconnected(self, engine: Engine, negotiated: Negotiated) -> None:
         """The client connected again (U7, T6): re-establish everything, in the background."""
         subs = [sub for sub in self._live() if sub._engine is not engine and sub.state in ("live", "suspended")]
-        if not subs:
-            return
 
-        def run() -> None:
-            try:
-                for sub in subs:
-                    if sub.state == "live":  # on_closed has not run yet: end that iteration first
-                        sub._suspend()
-                    if sub.closed:
-                        continue
-                    try:
-                        sub._establish(engine, negotiated, resubscribe=True)
-                    except MCPError as exc:
-                        log.warning("mcp_sync: could not re-establish subscription %r: %s", sub.requested, exc)
-                        sub._ended(f"re-establishing failed: {exc}")
-            finally:
-                with self._lock:
-                    self._threads.discard(threading.current_thread())
+        def work() -> None:
+            for sub in subs:
+                if sub.state == "live":  # on_closed has not run yet: end that iteration first
+                    sub._suspend()
+                self._reestablish(sub, lambda s=sub: s._establish(engine, negotiated, resubscribe=True))
 
-        thread = spawn(run, "resubscribe", engine.name)
-        with self._lock:
-            self._threads.add(thread)
+        if subs:
+            self._in_background(engine, work)
 
     def session_renewed(self, engine: Engine, negotiated: Negotiated) -> None:
         """A legacy HTTP session was replaced on the same connection (LG3): the new one holds
@@ -549,18 +536,30 @@ class Subscriptions:
         with self._lock:
             self._uri_engine, self._uri_refs = None, {}  # nothing is subscribed on the new session
 
+        def work() -> None:
+            for sub in subs:
+                with sub._lock:
+                    sub._uris_held = ()
+                self._reestablish(sub, lambda s=sub: s._legacy_subscribe(engine, negotiated, resubscribe=True))
+
+        self._in_background(engine, work)
+
+    @staticmethod
+    def _reestablish(sub: Subscription, establish: Callable[[], None]) -> None:
+        if sub.closed:
+            return
+        try:
+            establish()
+        except MCPError as exc:
+            log.warning("mcp_sync: could not re-establish subscription %r: %s", sub.requested, exc)
+            sub._ended(f"re-establishing failed: {exc}")
+
+    def _in_background(self, engine: Engine, work: Callable[[], None]) -> None:
+        """Run ``work`` on a thread that close_all() joins."""
+
         def run() -> None:
             try:
-                for sub in subs:
-                    if sub.closed:
-                        continue
-                    with sub._lock:
-                        sub._uris_held = ()
-                    try:
-                        sub._legacy_subscribe(engine, negotiated, resubscribe=True)
-                    except MCPError as exc:
-                        log.warning("mcp_sync: could not re-subscribe %r on the new session: %s", sub.requested, exc)
-                        sub._ended(f"re-subscribing on the new session failed: {exc}")
+                work()
             finally:
                 with self._lock:
                     self._threads.discard(threading.current_thread())
