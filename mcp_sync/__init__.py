@@ -9,6 +9,14 @@ Example::
             print(tool.name)
         print(client.call_tool("echo", {"text": "hi"}).text)
 
+Constants: ``__version__`` (this package's version), ``MODERN_VERSIONS`` and
+``LEGACY_VERSIONS`` (the protocol revisions this client speaks, newest first,
+for ``protocol_version=``), and ``USE_CLIENT_DEFAULT`` (a per-call ``timeout``
+left to the client's default; ``None`` waits for ever). Example::
+
+    client = mcp_sync.Client.stdio("python", ["server.py"], protocol_version=mcp_sync.LEGACY_VERSIONS[0])
+    print(mcp_sync.__version__, client.protocol_version in mcp_sync.LEGACY_VERSIONS)
+
 Importing this package starts no thread or process and configures no logging
 (the ``mcp_sync`` logger gets a NullHandler only). Transports import their
 heavy dependencies (``requests``) when first used.

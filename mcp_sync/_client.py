@@ -95,7 +95,14 @@ def _close_open_clients() -> None:
 
 
 class ClientState(enum.Enum):
-    """Where a client is in its life."""
+    """Where a client is in its life.
+
+    Example::
+
+        client = mcp_sync.Client.stdio("python", ["server.py"])
+        assert client.state is mcp_sync.ClientState.NEW
+        client.connect()   # now OPEN; after client.close(), CLOSED
+    """
 
     NEW = "new"  #: created, not connected yet (the first request connects)
     OPEN = "open"  #: connected
@@ -282,6 +289,8 @@ class Client(ListingMixin, TasksMixin):
 
         Also done by the first request. If connecting fails, everything the
         attempt started is stopped before the exception propagates.
+
+        Example: ``client.connect(); print(client.era, client.protocol_version)``
         """
         return self._connected().server_info
 
@@ -335,7 +344,10 @@ class Client(ListingMixin, TasksMixin):
         return engine
 
     def close(self) -> None:
-        """Close the connection; idempotent. Ends every thread and child process the client started."""
+        """Close the connection; idempotent. Ends every thread and child process the client started.
+
+        Example: ``client.close()`` (a ``with mcp_sync.Client.stdio(...) as client:`` block does it on exit)
+        """
         with self._lock:
             if self._state is ClientState.CLOSED:
                 return
@@ -382,7 +394,10 @@ class Client(ListingMixin, TasksMixin):
         return self._connected().server_info
 
     def meta(self) -> dict[str, Any]:
-        """The ``_meta`` envelope this client adds to modern requests."""
+        """The ``_meta`` envelope this client adds to modern requests.
+
+        Example: ``client.meta()["io.modelcontextprotocol/protocolVersion"]`` (e.g. ``"2026-07-28"``)
+        """
         negotiated = self._connected()
         return self._lifecycle.meta(negotiated.protocol_version)
 
@@ -756,7 +771,10 @@ class Client(ListingMixin, TasksMixin):
 
     def ping(self, **kwargs: Any) -> None:
         """Check the server is alive. Legacy: ``ping``; modern servers have no ping,
-        so a ``server/discover`` round trip stands in for it."""
+        so a ``server/discover`` round trip stands in for it.
+
+        Example: ``client.ping(timeout=5)`` (raises :class:`RequestTimeout` if no answer in 5 s)
+        """
         method = "ping" if self._connected().era == "legacy" else "server/discover"
         self._send(method, None, **kwargs)
 
@@ -765,6 +783,8 @@ class Client(ListingMixin, TasksMixin):
 
         Modern: sent as ``io.modelcontextprotocol/logLevel`` in each request's
         ``_meta`` from now on; legacy: ``logging/setLevel`` now.
+
+        Example: ``client.set_log_level("debug")`` (messages go to the ``mcp_sync.server.<name>`` logger)
         """
         if level not in _LOG_LEVELS:
             raise ValueError(f"level must be one of {list(_LOG_LEVELS)}")
@@ -792,7 +812,10 @@ class Client(ListingMixin, TasksMixin):
         )
 
     def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
-        """Send any notification."""
+        """Send any notification.
+
+        Example: ``client.notify("notifications/roots/list_changed")``
+        """
         self._connected()
         engine = self._engine
         if engine is None:

@@ -43,7 +43,11 @@ from .models import DiscoverResult, InitializeResult
 
 log = logging.getLogger("mcp_sync")
 
+#: Modern protocol revisions this client speaks (no handshake), newest first.
+#: Example: ``mcp_sync.Client.http(url, mode="modern", protocol_version=mcp_sync.MODERN_VERSIONS[0])``
 MODERN_VERSIONS: tuple[str, ...] = ("2026-07-28",)
+#: Legacy protocol revisions this client speaks (``initialize`` handshake), newest first.
+#: Example: ``mcp_sync.Client.stdio("python", ["server.py"], protocol_version=mcp_sync.LEGACY_VERSIONS[0])``
 LEGACY_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 LATEST_MODERN = MODERN_VERSIONS[0]
 LATEST_LEGACY = LEGACY_VERSIONS[0]

@@ -134,7 +134,10 @@ class ListingMixin:
         return self._walk(lambda c: self.list_tools(c, **kwargs), "tools/list")
 
     def list_resources(self: Client, cursor: str | None = None, **kwargs: Any) -> Page[Resource]:
-        """One page of resources."""
+        """One page of resources.
+
+        Example: ``page = client.list_resources(); uris = [r.uri for r in page.items]; page.next_cursor``
+        """
         return self._page("resources/list", "resources", Resource.from_wire, "resources", cursor, **kwargs)
 
     def resources(self: Client, **kwargs: Any) -> Iterator[Resource]:
@@ -142,17 +145,26 @@ class ListingMixin:
         return self._walk(lambda c: self.list_resources(c, **kwargs), "resources/list")
 
     def list_resource_templates(self: Client, cursor: str | None = None, **kwargs: Any) -> Page[ResourceTemplate]:
-        """One page of resource templates."""
+        """One page of resource templates.
+
+        Example: ``page = client.list_resource_templates(); [t.uri_template for t in page.items]``
+        """
         return self._page(
             "resources/templates/list", "resourceTemplates", ResourceTemplate.from_wire, "resources", cursor, **kwargs
         )
 
     def resource_templates(self: Client, **kwargs: Any) -> Iterator[ResourceTemplate]:
-        """Every resource template, lazily."""
+        """Every resource template, lazily.
+
+        Example: ``for template in client.resource_templates(): print(template.uri_template)``
+        """
         return self._walk(lambda c: self.list_resource_templates(c, **kwargs), "resources/templates/list")
 
     def list_prompts(self: Client, cursor: str | None = None, **kwargs: Any) -> Page[Prompt]:
-        """One page of prompts."""
+        """One page of prompts.
+
+        Example: ``page = client.list_prompts(cursor=None); names = [p.name for p in page.items]``
+        """
         return self._page("prompts/list", "prompts", Prompt.from_wire, "prompts", cursor, **kwargs)
 
     def prompts(self: Client, **kwargs: Any) -> Iterator[Prompt]:

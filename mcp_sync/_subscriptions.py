@@ -145,7 +145,10 @@ class Subscription:
         return self._state
 
     def close(self) -> None:
-        """End the subscription (U5); idempotent, callable from any thread, callbacks included."""
+        """End the subscription (U5); idempotent, callable from any thread, callbacks included.
+
+        Example: ``sub = client.listen(tools_list_changed=True); ...; sub.close()``
+        """
         self._close(unsubscribe=True)
 
     def get(self, timeout: float | None = None) -> tuple[str, dict] | None:
@@ -181,7 +184,10 @@ class Subscription:
     # -- delivery (dispatch thread) ---------------------------------------------------------
 
     def wants(self, method: str, params: dict[str, Any]) -> bool:
-        """Whether ``method`` is one of the notification types this subscription asked for."""
+        """Whether ``method`` is one of the notification types this subscription asked for.
+
+        Example: ``sub.wants("notifications/resources/updated", {"uri": "file:///notes.txt"})``
+        """
         if method in _NEVER_DELIVERED:
             return False
         if method in _LIST_CHANGED:

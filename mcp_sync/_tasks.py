@@ -96,6 +96,8 @@ class Task:
         ServerError for a failed task, Cancelled for a cancelled one and
         RequestTimeout after ``timeout`` seconds (the task keeps running on the
         server: cancel it with ``client.cancel_task(task)`` if it should stop).
+
+        Example: ``result = task.wait(timeout=600); print(result.text)``
         """
         client = self._client
         if client is None:
@@ -192,20 +194,38 @@ class TasksMixin:
         return self._send(method, {"taskId": task.task_id, **params}, extensions=extensions)
 
     def get_task(self: Client, task: Task | str) -> Task:
-        """The task's current state (``tasks/get``), as a new :class:`Task`."""
+        """The task's current state (``tasks/get``), as a new :class:`Task`.
+
+        Example: ``latest = client.get_task(task); print(latest.status, latest.status_message)``
+        """
         handle = self._task_handle(task)
         return Task.from_wire(self._task_request("tasks/get", handle), handle.era, self)
 
     def update_task(self: Client, task: Task | str, input_responses: Mapping[str, Any]) -> None:
-        """Answer a modern task's ``inputRequests`` (``tasks/update``, X4)."""
+        """Answer a modern task's ``inputRequests`` (``tasks/update``, X4).
+
+        ``input_responses`` maps each input request's key to its answer (what the
+        matching handler would return, e.g. an ElicitResult).
+
+        Example::
+
+            requests = client.get_task(task).raw.get("inputRequests", {})
+            client.update_task(task, {key: {"action": "accept", "content": {"ok": True}} for key in requests})
+        """
         self._task_request("tasks/update", self._task_handle(task), inputResponses=dict(input_responses))
 
     def cancel_task(self: Client, task: Task | str) -> None:
-        """Ask the server to cancel a task (``tasks/cancel``; cooperative, K5)."""
+        """Ask the server to cancel a task (``tasks/cancel``; cooperative, K5).
+
+        Example: ``client.cancel_task(task)`` (or by id: ``client.cancel_task(task.task_id)``)
+        """
         self._task_request("tasks/cancel", self._task_handle(task))
 
     def list_tasks(self: Client) -> list[Task]:
-        """The server's tasks (legacy ``tasks/list``)."""
+        """The server's tasks (legacy ``tasks/list``).
+
+        Example: ``running = [t.task_id for t in client.list_tasks() if not t.done]``
+        """
         raw = self._send("tasks/list")
         tasks = raw.get("tasks") if isinstance(raw.get("tasks"), list) else []
         return [Task.from_wire(t, "legacy", self) for t in tasks if isinstance(t, dict)]

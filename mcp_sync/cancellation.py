@@ -42,7 +42,10 @@ class CancellationToken:
         return self._reason
 
     def cancel(self, reason: str | None = None) -> None:
-        """Cancel every request using this token. Idempotent."""
+        """Cancel every request using this token. Idempotent.
+
+        Example: ``token.cancel(reason="user pressed stop")`` (from any thread)
+        """
         with self._lock:
             if self._cancelled:
                 return
@@ -57,6 +60,8 @@ class CancellationToken:
 
         Returns a function that removes the callback. Used by the engine; the
         callback runs on the cancelling thread and must not block.
+
+        Example: ``remove = token.add_callback(lambda reason: print("cancelled:", reason)); remove()``
         """
         with self._lock:
             if not self._cancelled:

@@ -34,6 +34,13 @@ class MCPError(Exception):
 
     ``method`` and ``request_id`` name the request the error belongs to, when
     there is one.
+
+    Example::
+
+        try:
+            client.call_tool("echo", {"text": "hi"})
+        except mcp_sync.MCPError as e:
+            print(type(e).__name__, e.message, e.method)
     """
 
     def __init__(self, message: str, *, method: str | None = None, request_id: Any = None) -> None:
@@ -73,13 +80,28 @@ class ServerError(MCPError):
 
 
 class ResourceNotFound(ServerError):
-    """``read_resource`` named a resource the server does not have (Q1)."""
+    """``read_resource`` named a resource the server does not have (Q1).
+
+    Example::
+
+        try:
+            text = client.read_resource("file:///missing.txt").text
+        except mcp_sync.ResourceNotFound as e:
+            text = None   # e.code: -32602, or -32002 from a legacy server
+    """
 
 
 class UnsupportedProtocolVersionError(ServerError):
     """The server and the client share no protocol revision.
 
     ``supported`` lists what the server said it speaks (may be empty).
+
+    Example::
+
+        try:
+            client.connect()
+        except mcp_sync.UnsupportedProtocolVersionError as e:
+            print("the server speaks", e.supported)
     """
 
     @property
@@ -90,17 +112,40 @@ class UnsupportedProtocolVersionError(ServerError):
 
 
 class CapabilityError(MCPError):
-    """The server's capabilities lack the one this method needs; nothing was sent."""
+    """The server's capabilities lack the one this method needs; nothing was sent.
+
+    Example::
+
+        try:
+            prompts = list(client.prompts())
+        except mcp_sync.CapabilityError:   # the server did not declare "prompts"
+            prompts = []
+    """
 
 
 class RequestTimeout(MCPError, TimeoutError):
-    """No answer arrived within the timeout; the request was cancelled on the wire."""
+    """No answer arrived within the timeout; the request was cancelled on the wire.
+
+    Example::
+
+        try:
+            client.call_tool("slow", {}, timeout=5)
+        except mcp_sync.RequestTimeout:   # also a TimeoutError
+            print("no answer within 5 s")
+    """
 
 
 class Cancelled(MCPError):
     """The request's :class:`~mcp_sync.CancellationToken` fired.
 
     ``reason`` is the reason given to ``token.cancel()``.
+
+    Example::
+
+        try:
+            client.call_tool("slow", {}, cancel=token)
+        except mcp_sync.Cancelled as e:
+            print("stopped:", e.reason)
     """
 
     def __init__(self, message: str, *, reason: str | None = None, **kwargs: Any) -> None:
@@ -112,6 +157,13 @@ class ConnectionClosed(MCPError):
     """The connection ended while the request waited (process exit, broken stream).
 
     For stdio, ``exit_code`` and ``stderr_tail`` tell how the server went.
+
+    Example::
+
+        try:
+            client.call_tool("crash", {})
+        except mcp_sync.ConnectionClosed as e:
+            print(e.exit_code, e.stderr_tail)   # a stdio server restarts on the next request
     """
 
     def __init__(
@@ -128,15 +180,39 @@ class ConnectionClosed(MCPError):
 
 
 class SessionExpiredError(ConnectionClosed):
-    """A legacy HTTP session expired and the request may not be repeated safely."""
+    """A legacy HTTP session expired and the request may not be repeated safely.
+
+    Example::
+
+        try:
+            client.call_tool("charge", {"amount": 5})
+        except mcp_sync.SessionExpiredError:
+            ...   # the call may or may not have run: call again only if repeating it is safe
+    """
 
 
 class ProtocolError(MCPError):
-    """The answer is not valid MCP / JSON-RPC, or exceeds ``max_message_bytes``."""
+    """The answer is not valid MCP / JSON-RPC, or exceeds ``max_message_bytes``.
+
+    Example::
+
+        try:
+            result = client.read_resource("file:///huge.bin")
+        except mcp_sync.ProtocolError as e:   # malformed, or larger than max_message_bytes
+            print("bad answer from the server:", e)
+    """
 
 
 class PaginationLimitError(MCPError):
-    """An all-pages iterator walked ``max_pages`` pages or saw a cursor twice."""
+    """An all-pages iterator walked ``max_pages`` pages or saw a cursor twice.
+
+    Example::
+
+        try:
+            tools = list(client.tools())   # bounded by Client(..., max_pages=1000)
+        except mcp_sync.PaginationLimitError:
+            tools = client.list_tools().items   # the first page only
+    """
 
 
 class InputRequiredError(MCPError):
@@ -166,6 +242,13 @@ class ToolError(MCPError):
     """``call_tool(..., raise_on_error=True)`` and the tool reported ``isError``.
 
     ``result`` is the :class:`~mcp_sync.CallToolResult`.
+
+    Example::
+
+        try:
+            client.call_tool("divide", {"a": 1, "b": 0}, raise_on_error=True)
+        except mcp_sync.ToolError as e:
+            print(e.result.text)   # the tool's own error message
     """
 
     def __init__(self, message: str, *, result: Any = None, **kwargs: Any) -> None:
@@ -174,11 +257,25 @@ class ToolError(MCPError):
 
 
 class AuthorizationError(MCPError):
-    """OAuth failed or the server refused the credentials."""
+    """OAuth failed or the server refused the credentials.
+
+    Example::
+
+        try:
+            client = mcp_sync.connect("https://example.com/mcp")
+        except mcp_sync.AuthorizationError as e:   # e.g. HTTP 401 or 403
+            print("not authorized:", e)
+    """
 
 
 class ClientStateError(MCPError, RuntimeError):
-    """The client was used in a state that does not allow it (e.g. after ``close()``)."""
+    """The client was used in a state that does not allow it (e.g. after ``close()``).
+
+    Example::
+
+        client.close()
+        client.call_tool("echo", {"text": "hi"})   # raises mcp_sync.ClientStateError (a RuntimeError)
+    """
 
 
 class ServerRequestError(Exception):

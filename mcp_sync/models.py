@@ -39,7 +39,14 @@ def _join_text(blocks: list[Any]) -> str:
 
 @attrs.frozen(kw_only=True)
 class ContentBlock:
-    """A content block of a type this version does not model; see ``.raw``."""
+    """A content block of a type this version does not model; see ``.raw``.
+
+    Example::
+
+        for block in result.content:
+            if isinstance(block, mcp_sync.ContentBlock):   # a block type this version does not know
+                print(block.type, block.raw)
+    """
 
     type: str
     raw: dict[str, Any] = attrs.field(repr=False)
@@ -47,7 +54,12 @@ class ContentBlock:
 
 @attrs.frozen(kw_only=True)
 class TextContent:
-    """``{"type": "text", "text": ...}``."""
+    """``{"type": "text", "text": ...}``.
+
+    Example::
+
+        texts = [b.text for b in result.content if isinstance(b, mcp_sync.TextContent)]
+    """
 
     text: str
     annotations: dict[str, Any] | None = None
@@ -58,7 +70,14 @@ class TextContent:
 
 @attrs.frozen(kw_only=True)
 class ImageContent:
-    """An image: base64 ``data`` and ``mime_type``."""
+    """An image: base64 ``data`` and ``mime_type``.
+
+    Example::
+
+        for block in client.call_tool("screenshot", {}).content:
+            if isinstance(block, mcp_sync.ImageContent):
+                save(base64.b64decode(block.data), block.mime_type)   # e.g. "image/png"
+    """
 
     data: str = attrs.field(repr=False)
     mime_type: str
@@ -70,7 +89,14 @@ class ImageContent:
 
 @attrs.frozen(kw_only=True)
 class AudioContent:
-    """Audio: base64 ``data`` and ``mime_type``."""
+    """Audio: base64 ``data`` and ``mime_type``.
+
+    Example::
+
+        for block in client.call_tool("speak", {"text": "hi"}).content:
+            if isinstance(block, mcp_sync.AudioContent):
+                save(base64.b64decode(block.data), block.mime_type)   # e.g. "audio/wav"
+    """
 
     data: str = attrs.field(repr=False)
     mime_type: str
@@ -82,7 +108,14 @@ class AudioContent:
 
 @attrs.frozen(kw_only=True)
 class ResourceLink:
-    """A link to a resource the client may read with ``read_resource(link.uri)``."""
+    """A link to a resource the client may read with ``read_resource(link.uri)``.
+
+    Example::
+
+        for block in result.content:
+            if isinstance(block, mcp_sync.ResourceLink):
+                print(block.name, client.read_resource(block.uri).text)
+    """
 
     uri: str
     name: str | None = None
@@ -96,7 +129,14 @@ class ResourceLink:
 
 @attrs.frozen(kw_only=True)
 class TextResourceContents:
-    """Text contents of a resource."""
+    """Text contents of a resource.
+
+    Example::
+
+        for item in client.read_resource("file:///notes.txt").contents:
+            if isinstance(item, mcp_sync.TextResourceContents):
+                print(item.uri, item.mime_type, item.text)
+    """
 
     uri: str
     text: str
@@ -107,7 +147,14 @@ class TextResourceContents:
 
 @attrs.frozen(kw_only=True)
 class BlobResourceContents:
-    """Binary contents of a resource: base64 ``blob``."""
+    """Binary contents of a resource: base64 ``blob``.
+
+    Example::
+
+        for item in client.read_resource("file:///logo.png").contents:
+            if isinstance(item, mcp_sync.BlobResourceContents):
+                save(base64.b64decode(item.blob), item.mime_type)
+    """
 
     uri: str
     blob: str = attrs.field(repr=False)
@@ -121,7 +168,14 @@ ResourceContents = Union[TextResourceContents, BlobResourceContents]
 
 @attrs.frozen(kw_only=True)
 class EmbeddedResource:
-    """A resource's contents embedded in a result."""
+    """A resource's contents embedded in a result.
+
+    Example::
+
+        for block in result.content:
+            if isinstance(block, mcp_sync.EmbeddedResource):
+                print(block.resource.uri, block.text)   # .text is None for a blob
+    """
 
     resource: ResourceContents
     annotations: dict[str, Any] | None = None
@@ -179,7 +233,13 @@ def content_from_wire(raw: Any) -> Content:
 
 @attrs.frozen(kw_only=True)
 class Tool:
-    """A tool the server offers (``tools/list``)."""
+    """A tool the server offers (``tools/list``).
+
+    Example::
+
+        for tool in client.tools():
+            print(tool.name, tool.description, tool.input_schema.get("properties"))
+    """
 
     name: str
     title: str | None = None
@@ -210,7 +270,13 @@ class Tool:
 
 @attrs.frozen(kw_only=True)
 class Resource:
-    """A resource the server offers (``resources/list``)."""
+    """A resource the server offers (``resources/list``).
+
+    Example::
+
+        for resource in client.resources():
+            print(resource.uri, resource.name, resource.mime_type)
+    """
 
     uri: str
     name: str
@@ -241,7 +307,13 @@ class Resource:
 
 @attrs.frozen(kw_only=True)
 class ResourceTemplate:
-    """A URI template for resources (``resources/templates/list``)."""
+    """A URI template for resources (``resources/templates/list``).
+
+    Example::
+
+        for template in client.resource_templates():
+            print(template.uri_template, template.name)   # e.g. "file:///{path}"
+    """
 
     uri_template: str
     name: str
@@ -270,7 +342,13 @@ class ResourceTemplate:
 
 @attrs.frozen(kw_only=True)
 class PromptArgument:
-    """One argument a prompt takes."""
+    """One argument a prompt takes.
+
+    Example::
+
+        for prompt in client.prompts():
+            required = [arg.name for arg in prompt.arguments if arg.required]
+    """
 
     name: str
     description: str | None = None
@@ -279,7 +357,13 @@ class PromptArgument:
 
 @attrs.frozen(kw_only=True)
 class Prompt:
-    """A prompt template the server offers (``prompts/list``)."""
+    """A prompt template the server offers (``prompts/list``).
+
+    Example::
+
+        for prompt in client.prompts():
+            print(prompt.name, prompt.description, [arg.name for arg in prompt.arguments])
+    """
 
     name: str
     title: str | None = None
@@ -316,7 +400,15 @@ T = TypeVar("T")
 
 @attrs.frozen(kw_only=True)
 class Page(Generic[T]):
-    """One page of a list: ``items``, ``next_cursor`` (None at the end), cache hints."""
+    """One page of a list: ``items``, ``next_cursor`` (None at the end), cache hints.
+
+    Example::
+
+        page = client.list_tools()
+        names = [tool.name for tool in page.items]      # a Page also iterates over its items
+        if page.next_cursor is not None:
+            page = client.list_tools(cursor=page.next_cursor)
+    """
 
     items: list[T]
     next_cursor: str | None = None
@@ -337,7 +429,14 @@ class Page(Generic[T]):
 
 @attrs.frozen(kw_only=True)
 class CallToolResult:
-    """The result of ``call_tool``: ``content`` blocks, ``structured_content``, ``is_error``."""
+    """The result of ``call_tool``: ``content`` blocks, ``structured_content``, ``is_error``.
+
+    Example::
+
+        result = client.call_tool("add", {"a": 1, "b": 2})
+        if not result.is_error:
+            print(result.text, result.structured_content)   # "3" {"result": 3}
+    """
 
     content: list[Content] = attrs.field(factory=list)
     structured_content: Any = None
@@ -364,7 +463,13 @@ class CallToolResult:
 
 @attrs.frozen(kw_only=True)
 class ReadResourceResult:
-    """The result of ``read_resource``: ``contents`` (text or blob)."""
+    """The result of ``read_resource``: ``contents`` (text or blob).
+
+    Example::
+
+        result = client.read_resource("file:///notes.txt")
+        print(result.text)   # the text contents joined; result.contents has each item
+    """
 
     contents: list[ResourceContents] = attrs.field(factory=list)
     ttl_ms: int | None = None
@@ -393,7 +498,13 @@ class ReadResourceResult:
 
 @attrs.frozen(kw_only=True)
 class PromptMessage:
-    """One message of a prompt: ``role`` and one ``content`` block."""
+    """One message of a prompt: ``role`` and one ``content`` block.
+
+    Example::
+
+        for message in client.get_prompt("greet", {"name": "Ada"}).messages:
+            print(message.role, message.text)   # .text is None unless .content is TextContent
+    """
 
     role: str
     content: Content
@@ -405,7 +516,13 @@ class PromptMessage:
 
 @attrs.frozen(kw_only=True)
 class GetPromptResult:
-    """The result of ``get_prompt``: ``description`` and ``messages``."""
+    """The result of ``get_prompt``: ``description`` and ``messages``.
+
+    Example::
+
+        prompt = client.get_prompt("greet", {"name": "Ada"})
+        chat = [{"role": m.role, "content": m.text} for m in prompt.messages]
+    """
 
     messages: list[PromptMessage] = attrs.field(factory=list)
     description: str | None = None
@@ -431,7 +548,13 @@ class GetPromptResult:
 
 @attrs.frozen(kw_only=True)
 class Completion:
-    """The result of ``complete``: suggested ``values``, ``total``, ``has_more``."""
+    """The result of ``complete``: suggested ``values``, ``total``, ``has_more``.
+
+    Example::
+
+        completion = client.complete({"type": "ref/prompt", "name": "greet"}, ("name", "Al"))
+        print(completion.values, completion.total, completion.has_more)
+    """
 
     values: list[str] = attrs.field(factory=list)
     total: int | None = None
@@ -452,7 +575,13 @@ class Completion:
 
 @attrs.frozen(kw_only=True)
 class DiscoverResult:
-    """What ``server/discover`` told about a modern server."""
+    """What ``server/discover`` told about a modern server.
+
+    Example::
+
+        info = client.discover()   # modern servers only
+        print(info.supported_versions, info.server_info, sorted(info.capabilities))
+    """
 
     supported_versions: list[str] = attrs.field(factory=list)
     capabilities: dict[str, Any] = attrs.field(factory=dict)
@@ -479,7 +608,14 @@ class DiscoverResult:
 
 @attrs.frozen(kw_only=True)
 class InitializeResult:
-    """What a legacy server answered to ``initialize``."""
+    """What a legacy server answered to ``initialize``.
+
+    Example::
+
+        if client.era == "legacy":   # client.server_info is the raw initialize answer
+            init = mcp_sync.InitializeResult.from_wire(client.server_info)
+            print(init.protocol_version, init.server_info, init.instructions)
+    """
 
     protocol_version: str
     capabilities: dict[str, Any] = attrs.field(factory=dict)
