@@ -21,6 +21,7 @@ from ._cache import ResultCache, check_mode, is_retry
 from ._engine import Engine, ProgressCallback
 from ._handlers import INPUT_METHODS, Handlers, Roots
 from ._headers import HEADER_MISMATCH
+from ._hosted_tasks import TASK_METHODS, HostedTasks
 from ._lifecycle import Lifecycle, Negotiated
 from ._listing import ListingMixin
 from ._sentinels import USE_CLIENT_DEFAULT
@@ -145,6 +146,7 @@ class Client(ListingMixin, TasksMixin):
         extensions: Mapping[str, Any] | None = None,
         cache: bool = True,
         sampling_tools: bool = False,
+        host_tasks: bool = False,
         restart: bool = True,
     ) -> None:
         if timeout is not None and timeout <= 0:
@@ -174,8 +176,10 @@ class Client(ListingMixin, TasksMixin):
             on_sampling=on_sampling,
             on_roots=on_roots,
             sampling_tools=sampling_tools,
+            host_tasks=host_tasks,
             extensions=dict(extensions or {}),
         )
+        self._hosted_tasks = HostedTasks("client")
         self._lifecycle = Lifecycle(
             mode=mode,
             protocol_version=protocol_version,
@@ -358,6 +362,7 @@ class Client(ListingMixin, TasksMixin):
         self._subscriptions.close_all()
         if engine is not None:
             engine.close()
+        self._hosted_tasks.close()
         if dispatcher is not None:
             dispatcher.stop()
 
@@ -621,6 +626,11 @@ class Client(ListingMixin, TasksMixin):
 
     def _answer_server_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """A legacy server-to-client request (LG10), on a handler thread."""
+        if self._handlers.host_tasks:  # LG12: client-hosted tasks
+            if method in TASK_METHODS:
+                return self._hosted_tasks.answer(method, params)
+            if isinstance(params.get("task"), dict) and method in ("sampling/createMessage", "elicitation/create"):
+                return self._hosted_tasks.start(params, lambda: self._handlers.answer(method, params))
         result = self._handlers.answer(method, params)
         related = (params.get("_meta") or {}).get(RELATED_TASK)
         if related is not None:  # LG12: answers about a task carry its id back

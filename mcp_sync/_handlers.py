@@ -88,6 +88,7 @@ class Handlers:
     on_roots: Roots | None = None
     sampling_tools: bool = False
     extensions: dict[str, Any] = attrs.field(factory=dict)
+    host_tasks: bool = False
 
     def capabilities(self, era: str) -> dict[str, Any]:
         caps: dict[str, Any] = {}
@@ -101,6 +102,14 @@ class Handlers:
             caps["roots"] = {"listChanged": True} if era == "legacy" else {}
         if self.extensions:
             caps["extensions"] = dict(self.extensions)
+        if self.host_tasks and era == "legacy":  # LG12: client-hosted tasks for our input handlers
+            requests: dict[str, Any] = {}
+            if self.on_sampling is not None:
+                requests["sampling"] = {"createMessage": {}}
+            if self.on_elicitation is not None:
+                requests["elicitation"] = {"create": {}}
+            if requests:
+                caps["tasks"] = {"list": {}, "cancel": {}, "requests": requests}
         return caps
 
     def can_answer(self, method: str) -> bool:

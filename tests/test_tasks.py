@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -78,3 +79,56 @@ def test_legacy_task_against_everything(everything_js: Path) -> None:
         result = task.wait(timeout=30)
         assert "Research Report: bees" in result.text
         assert any(t.task_id == task.task_id for t in client.list_tasks())
+
+
+def test_client_hosted_tasks_against_everything(everything_js: Path, no_leaks: None) -> None:
+    """LG12 the other way round: with host_tasks=True server-everything's -async tools send
+    task-augmented sampling/elicitation requests; the client answers with a task handle, runs
+    the handler in the background and serves tasks/get and tasks/result."""
+
+    def on_sampling(params: dict) -> dict:
+        time.sleep(1.2)  # long enough that the server polls tasks/get at least once while working
+        return {"role": "assistant", "content": {"type": "text", "text": "async answer"}, "model": "m"}
+
+    def on_elicitation(params: dict) -> dict:
+        return {"action": "accept", "content": mcp_sync.apply_defaults(params["requestedSchema"], {"name": "Ada"})}
+
+    with mcp_sync.Client.stdio(
+        "node", [str(everything_js), "stdio"], on_sampling=on_sampling, on_elicitation=on_elicitation,
+        host_tasks=True, probe_timeout=5,
+    ) as client:
+        assert client.meta()  # connected
+        sampled = client.call_tool("trigger-sampling-request-async", {"prompt": "hi"}, timeout=30)
+        assert "[COMPLETED]" in sampled.text and "async answer" in sampled.text and "Poll 1: working" in sampled.text
+        elicited = client.call_tool("trigger-elicitation-request-async", {}, timeout=30)
+        assert "[COMPLETED]" in elicited.text and "Ada" in elicited.text
+
+
+def test_hosted_tasks_unit() -> None:
+    from mcp_sync._hosted_tasks import HostedTasks
+
+    hosted = HostedTasks("test")
+    release = threading.Event()
+
+    def work() -> dict:
+        release.wait(5)
+        return {"action": "accept"}
+
+    handle = hosted.start({"task": {"ttl": 1000}}, work)["task"]
+    assert handle["status"] == "working" and handle["ttl"] == 1000
+    assert hosted.answer("tasks/get", {"taskId": handle["taskId"]})["status"] == "working"
+    assert [t["taskId"] for t in hosted.answer("tasks/list", {})["tasks"]] == [handle["taskId"]]
+    release.set()
+    assert hosted.answer("tasks/result", {"taskId": handle["taskId"]}) == {"action": "accept"}
+    assert hosted.answer("tasks/get", {"taskId": handle["taskId"]})["status"] == "completed"
+    with pytest.raises(mcp_sync.ServerRequestError) as info:
+        hosted.answer("tasks/get", {"taskId": "nope"})
+    assert info.value.code == -32602
+
+    def refuse() -> dict:
+        raise mcp_sync.ServerRequestError("no", code=-1)
+
+    failed = hosted.start({"task": {}}, refuse)["task"]
+    with pytest.raises(mcp_sync.ServerRequestError, match="no"):
+        hosted.answer("tasks/result", {"taskId": failed["taskId"]})
+    hosted.close()
