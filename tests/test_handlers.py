@@ -283,3 +283,12 @@ def test_legacy_roots_list_changed_on_set_roots() -> None:
         while not any("roots/list_changed" in line for line in lines) and time.monotonic() < deadline:
             time.sleep(0.05)
     assert any("ignored notification: notifications/roots/list_changed" in line for line in lines)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_sdk_elicitation_over_http(sdk_http_url: str, mode: str, no_leaks: None) -> None:
+    """The same handler over Streamable HTTP: MRTR retries on modern; on legacy the server's
+    elicitation/create arrives on the call's SSE stream and is answered with a POST."""
+    with mcp_sync.Client.http(sdk_http_url, mode=mode, on_elicitation=accept_name) as client:
+        assert client.era == ("modern" if mode == "auto" else "legacy")
+        assert client.call_tool("ask_name", {}).text == "Hello, Zed"
