@@ -531,7 +531,19 @@ class Client(ListingMixin, TasksMixin):
         return answers
 
     def _require(self, capability: str, method: str) -> None:
+        """Raise CapabilityError, before anything is sent, if the server lacks ``capability``.
+
+        Modern: the capabilities come from a DiscoverResult, which may be stale (its
+        ttlMs ran out, C3); before relying on it to refuse, a stale one is re-fetched
+        (a fresh one is reused from the cache), so a server that gained the
+        capability is not refused on old information.
+        """
         negotiated = self._connected()
+        if capability in negotiated.server_capabilities:
+            return
+        if negotiated.era == "modern" and method != "server/discover":
+            self.discover()  # reuses a fresh answer; re-fetches a stale one and updates the capabilities
+            negotiated = self._connected()
         if capability not in negotiated.server_capabilities:
             raise CapabilityError(f"{method}: the server did not declare the {capability!r} capability", method=method)
 

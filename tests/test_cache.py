@@ -317,3 +317,30 @@ def test_result_cache_is_thread_safe() -> None:
         thread.join(30)
     assert not errors
     assert len(cache) <= 7
+
+
+def test_stale_discover_is_refetched_before_a_capability_refusal(no_leaks: None) -> None:
+    """C3 for server/discover: a stale DiscoverResult is not relied on to refuse a method;
+    a fresh one is (no extra request)."""
+    caps: dict[str, Any] = {"tools": {}}
+    ttl = {"value": 0}
+
+    def handler(method: str, params: dict) -> dict:
+        if method == "server/discover":
+            return {**DISCOVER, "capabilities": dict(caps), "ttlMs": ttl["value"]}
+        if method == "prompts/list":
+            return {"resultType": "complete", "prompts": [{"name": "p"}]}
+        return {"resultType": "complete"}
+
+    transport = FakeTransport(handler)
+    with mcp_sync.Client(transport, mode="modern", timeout=10) as client:
+        caps["prompts"] = {}  # the server gained prompts after the (immediately stale) discover
+        assert [p.name for p in client.prompts()] == ["p"]
+        assert transport.count("server/discover") == 2
+        del caps["prompts"]
+        ttl["value"] = 60_000
+        client.discover(cache="refresh")  # now fresh for a minute, without prompts
+        count = transport.count("server/discover")
+        with pytest.raises(mcp_sync.CapabilityError):
+            client.get_prompt("p")
+        assert transport.count("server/discover") == count  # a fresh answer is relied on
