@@ -31,6 +31,7 @@ from ._lifecycle import LEGACY_VERSIONS, MODERN_VERSIONS
 from ._subscriptions import Subscription
 from ._tasks import Task
 from ._version import __version__
+from .auth import OAuth
 from .cancellation import CancellationToken
 from .exceptions import (
     AuthorizationError,
@@ -100,6 +101,7 @@ __all__ = [
     "InitializeResult",
     "InputRequiredError",
     "MCPError",
+    "OAuth",
     "Page",
     "PaginationLimitError",
     "Prompt",

@@ -4,8 +4,11 @@ Runs ``../shared/tools/conformance-client.sh`` (it installs Node 22 and the
 suite from npm by itself) with ``tests/conformance/client.py`` as the client.
 Covered: every non-auth client scenario of 0.1.16, and of 0.2.0-alpha.12 the
 non-auth scenarios its 2026-07-28 requirements list, plus
-json-schema-2020-12-preservation. OAuth is not implemented yet, so the auth
-scenarios are not run here.
+json-schema-2020-12-preservation. The auth scenarios (mcp_sync.OAuth) run as
+lines of their own, two at a time with a shorter client timeout (the mock
+authorization servers answer at once): every auth scenario of both suites
+except the extensions needing JWT signing (client-credentials-jwt,
+cross-app-access-complete-flow; no crypto library in our dependencies).
 """
 
 from __future__ import annotations
@@ -21,6 +24,24 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(os.environ.get("MCP_SYNC_CONFORMANCE_SCRIPT", ROOT.parent / "shared" / "tools" / "conformance-client.sh"))
 CLIENT = f"{sys.executable} {ROOT / 'tests' / 'conformance' / 'client.py'}"
+
+AUTH_2025_11_25 = [
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+]
+AUTH_ENV = {"CONF_TIMEOUT_MS": "15000", "CONF_JOBS": "2"}
 
 LINES = {
     "0.1.16": ({}, ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"]),
@@ -40,6 +61,39 @@ LINES = {
     "0.2.0-alpha.12@2025-11-25": (
         {"CONF_VERSION": "0.2.0-alpha.12", "CONF_SPEC_VERSION": "2025-11-25"},
         ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"],
+    ),
+    "0.1.16 auth": (
+        AUTH_ENV,
+        [
+            *AUTH_2025_11_25,
+            "auth/2025-03-26-oauth-metadata-backcompat",
+            "auth/2025-03-26-oauth-endpoint-fallback",
+            "auth/resource-mismatch",
+            "auth/offline-access-scope",
+            "auth/offline-access-not-supported",
+            "auth/client-credentials-basic",
+        ],
+    ),
+    "0.2.0-alpha.12@2026-07-28 auth": (  # the 25 auth scenarios of requirements/2026-07-28.yaml
+        {"CONF_VERSION": "0.2.0-alpha.12", "CONF_SPEC_VERSION": "2026-07-28", **AUTH_ENV},
+        [
+            *AUTH_2025_11_25,
+            "auth/resource-mismatch",
+            "auth/offline-access-scope",
+            "auth/offline-access-not-supported",
+            "auth/authorization-server-migration",
+            "auth/iss-supported",
+            "auth/iss-not-advertised",
+            "auth/iss-supported-missing",
+            "auth/iss-wrong-issuer",
+            "auth/iss-unexpected",
+            "auth/iss-normalized",
+            "auth/metadata-issuer-mismatch",
+        ],
+    ),
+    "0.2.0-alpha.12@2025-11-25 auth": (
+        {"CONF_VERSION": "0.2.0-alpha.12", "CONF_SPEC_VERSION": "2025-11-25", **AUTH_ENV},
+        AUTH_2025_11_25,
     ),
 }
 

@@ -38,6 +38,7 @@ DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 MAX_REDIRECTS = 5
 ERROR_BODY_BYTES = 64 * 1024
 RETRY_AFTER_CAP = 30.0  # longer Retry-After: give up instead of stalling a caller
+MAX_CHALLENGES = 8  # backstop on 401/403 rounds per request; the auth object's own bound is lower
 #: Failures raised while reading a body: socket errors, urllib3 wrappers, a read on a closed file.
 STREAM_ERRORS = (
     OSError,
@@ -182,6 +183,11 @@ class HttpBase:
         self._closing = False
         self._closed_event = threading.Event()
 
+    @property
+    def auth_context(self) -> Any:
+        """C5: what private cache entries are keyed by: the auth object's ``auth_context``, if it has one."""
+        return getattr(self.auth, "auth_context", None)
+
     # -- threads ---------------------------------------------------------------------
 
     def _spawn(self, target: Callable[[], None], role: str) -> None:
@@ -233,7 +239,7 @@ class HttpBase:
                 raise Aborted
             last = attempt == self.max_retries
             try:
-                response = self._follow(method, url, slot, headers, body, timeout)
+                response = self._follow_authorized(method, url, slot, headers, body, timeout)
             except requests.RequestException as exc:
                 if slot.aborted:
                     raise Aborted from exc
@@ -251,6 +257,33 @@ class HttpBase:
                     slot.sleep(delay)
                     continue
             return response
+        raise AssertionError("unreachable")
+
+    def _follow_authorized(
+        self, method: str, url: str, slot: Slot, headers: Mapping[str, str], body: bytes | None, timeout: float | None
+    ) -> requests.Response:
+        """:meth:`_follow`, letting an OAuth-style ``auth`` answer 401/403 challenges (A7, A8).
+
+        ``auth.handle_challenge(response, attempt)`` runs the authorization flow
+        (or raises AuthorizationError) and returns True to have the request sent
+        again with the new token; ``auth`` bounds the rounds, MAX_CHALLENGES is a
+        backstop. Plain ``requests`` auth objects have no such method.
+        """
+        handle = getattr(self.auth, "handle_challenge", None)
+        for attempt in range(MAX_CHALLENGES + 1):
+            response = self._follow(method, url, slot, headers, body, timeout)
+            if handle is None or response.status_code not in (401, 403) or attempt == MAX_CHALLENGES:
+                return response
+            try:
+                again = handle(response, attempt)
+            except BaseException:
+                response.close()
+                raise
+            if not again:
+                return response
+            response.close()
+            if slot.aborted:  # cancelled or timed out while the flow ran
+                raise Aborted
         raise AssertionError("unreachable")
 
     def _follow(

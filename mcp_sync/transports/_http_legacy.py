@@ -38,6 +38,7 @@ class LegacySession(HttpBase):
     _oneway: set[Slot]
     _listen_slot: Slot | None
     _listening: bool
+    _listen_ready: threading.Event
     _session_lock: threading.Lock
 
     def _send_oneway(
@@ -141,6 +142,8 @@ class LegacySession(HttpBase):
                 except MCPError as exc:
                     log.debug("mcp_sync: GET stream of %s: %s", self.name, exc)
                     response = None
+                finally:
+                    self._listen_ready.set()  # answered (or failed): nobody waits on it any longer
                 if response is not None:
                     try:
                         if response.status_code in (404, 405):  # none offered, or the session is gone
@@ -168,6 +171,7 @@ class LegacySession(HttpBase):
                 if self._closed_event.wait(delay):
                     return
         finally:
+            self._listen_ready.set()
             with self._lock:
                 self._listening = False
 

@@ -100,6 +100,10 @@ class _InFlight:
         self.modern = modern
 
 
+#: Longest wait in configure() for a legacy GET stream to answer (seconds).
+LISTEN_READY_WAIT = 2.0
+
+
 class HttpTransport(LegacySession):
     """A Streamable HTTP client transport (modern and legacy; falls back to HTTP+SSE).
 
@@ -153,6 +157,7 @@ class HttpTransport(LegacySession):
         self._oneway: set[Slot] = set()
         self._listen_slot: Slot | None = None
         self._listening = False
+        self._listen_ready = threading.Event()  # the GET stream answered (opened, or none offered)
         self._session_lock = threading.Lock()
         self._delegate: SseTransport | None = None
 
@@ -173,8 +178,16 @@ class HttpTransport(LegacySession):
         self._sink = sink
 
     def configure(self, *, era: str, protocol_version: str) -> None:
-        """Told the era once decided: legacy requests now carry ``MCP-Protocol-Version`` (LG2)."""
+        """Told the era once decided: legacy requests now carry ``MCP-Protocol-Version`` (LG2).
+
+        On a legacy session, wait (at most ``LISTEN_READY_WAIT`` s) until the GET stream
+        the handshake started has answered, so that what the server announces right
+        after the handshake (list_changed, a roots/list request) is not missed and
+        ``listen()`` returns with the session's notification stream open.
+        """
         self._era = era
+        if era == "legacy" and self._listening:
+            self._listen_ready.wait(LISTEN_READY_WAIT)
         if era == "legacy" and self._protocol_version is None:
             self._protocol_version = protocol_version
         if self._delegate is not None:

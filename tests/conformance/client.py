@@ -12,6 +12,15 @@ with arguments made from its schema (or the calls the context scripts), then
 render every prompt and read every resource the server offers. Elicitation
 is accepted with the schema's defaults (SEP-1034), sampling and roots get
 canned answers. The process exits non-zero only if connecting fails.
+
+Scenarios named ``auth/*`` connect with :class:`mcp_sync.OAuth`: the mock
+authorization servers approve at once, so ``on_authorize`` stands in for the
+browser by requesting the authorization URL without following its redirect and
+returning the ``Location``; the context's ``client_id``/``client_secret``
+(pre-registration, client credentials) are used when given, and the Client ID
+Metadata Document URL is the one the suite expects. A refused flow raises
+AuthorizationError while connecting, so the process exits 1: the scenarios
+that test a refusal allow (expect) that.
 """
 
 from __future__ import annotations
@@ -21,11 +30,39 @@ import logging
 import os
 import sys
 from typing import Any
+from urllib.parse import urljoin
+
+import requests
 
 import mcp_sync
 
 log = logging.getLogger("conformance-client")
 SAMPLES = {"string": "test", "integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
+CIMD_URL = "https://conformance-test.local/client-metadata.json"  # what auth/basic-cimd checks for
+
+
+def follow_authorization(url: str) -> str:
+    """The non-interactive user-agent: the mock server approves and redirects; return where to."""
+    response = requests.get(url, allow_redirects=False, timeout=10)
+    location = response.headers.get("Location")
+    if response.status_code not in (301, 302, 303, 307, 308) or not location:
+        raise mcp_sync.AuthorizationError(f"the authorization endpoint answered HTTP {response.status_code}")
+    return urljoin(url, location)
+
+
+def make_auth(scenario: str, context: dict[str, Any]) -> mcp_sync.OAuth | None:
+    if not scenario.startswith("auth/"):
+        return None
+    return mcp_sync.OAuth(
+        client_name="mcp-sync-conformance",
+        client_id=context.get("client_id"),
+        client_secret=context.get("client_secret"),
+        issuer=context.get("issuer"),
+        client_metadata_url=CIMD_URL,
+        on_authorize=follow_authorization,
+        grant_type="client_credentials" if scenario.startswith("auth/client-credentials") else "authorization_code",
+        timeout=10,
+    )
 
 
 def sample_value(schema: Any) -> Any:
@@ -68,6 +105,7 @@ def main() -> int:
     known = mcp_sync.MODERN_VERSIONS + mcp_sync.LEGACY_VERSIONS
     client = mcp_sync.Client.http(
         url,
+        auth=make_auth(scenario, context),
         protocol_version=version if version in known else None,
         client_info={"name": "mcp-sync-conformance", "version": mcp_sync.__version__},
         timeout=20,
@@ -75,6 +113,12 @@ def main() -> int:
         on_sampling=on_sampling,
         on_roots=[],
     )
+    try:
+        client.connect()
+    except mcp_sync.AuthorizationError as exc:  # refused flows: the auth/* scenarios expect an error exit
+        log.error("authorization failed: %s", exc)
+        client.close()
+        return 1
     with client:
         log.info("scenario %s: %s %s", scenario, client.era, client.protocol_version)
         try:

@@ -1,0 +1,519 @@
+"""OAuth 2.1 for MCP's HTTP transports (checklist 1.19, A1-A11; LG15).
+
+:class:`OAuth` is the ``auth=`` object of :meth:`mcp_sync.Client.http` and
+:meth:`mcp_sync.Client.sse`. The transport asks it for headers on every
+request (:meth:`OAuth.headers_for`, also reachable as a ``requests`` auth
+callable) and hands it every 401 and 403 (:meth:`OAuth.handle_challenge`),
+then repeats the request once it has a (better) token.
+
+On a challenge it runs the whole flow: Protected Resource Metadata discovery
+(A1) and the check that it describes this server, authorization server
+metadata discovery with the identical-issuer rule (A2), PKCE S256 (A4), a
+client id (pre-registered, Client ID Metadata Document, or Dynamic Client
+Registration; A9), the authorization request with ``resource`` (A5) and a
+scope chosen as A8 says, the RFC 9207 ``iss`` checks (A6) and the token
+request. A 403 ``insufficient_scope`` steps up to the union of the scopes
+(A8), a bounded number of times. Registrations and tokens are kept per
+authorization server issuer (A3, A10) in a pluggable :class:`TokenStore`.
+
+Example::
+
+    import webbrowser
+    import mcp_sync
+
+    def on_authorize(url: str) -> str:
+        webbrowser.open(url)   # a real app also runs a server on redirect_uri ...
+        return wait_for_callback()   # ... and returns the full URL the browser landed on
+
+    auth = mcp_sync.OAuth(client_name="My app", redirect_uri="http://127.0.0.1:8765/callback",
+                          on_authorize=on_authorize)
+    with mcp_sync.Client.http("https://mcp.example.com/mcp", auth=auth) as client:
+        print([tool.name for tool in client.tools()])
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import secrets
+import threading
+import time
+from typing import Any, Callable, Protocol
+
+from ._oauth_flow import (
+    Http,
+    canonical_resource,
+    check_redirect,
+    choose_auth_method,
+    discover_as,
+    discover_prm,
+    is_loopback,
+    origin_of,
+    parse_bearer_challenge,
+    pkce_pair,
+    register_client,
+    resource_covers,
+    scope_list,
+    token_request,
+    with_query,
+)
+from .exceptions import AuthorizationError
+
+log = logging.getLogger("mcp_sync.auth")
+
+GRANTS = ("authorization_code", "client_credentials")
+
+
+class TokenStore(Protocol):
+    """Where :class:`OAuth` keeps what it learned, one JSON-serialisable dict per
+    authorization server issuer (A3): ``{"client": {...}, "tokens": {resource: {...}}}``.
+
+    Implement it to persist registrations and tokens across runs; keep the
+    storage private to the user, it holds refresh tokens and client secrets (A11).
+    Called with :class:`OAuth`'s flow lock held, from transport worker threads.
+    """
+
+    def load(self, issuer: str) -> dict[str, Any] | None: ...
+
+    def save(self, issuer: str, state: dict[str, Any]) -> None: ...
+
+
+class MemoryTokenStore:
+    """The default :class:`TokenStore`: a dict for the life of the process (thread-safe).
+
+    Example::
+
+        store = mcp_sync.auth.MemoryTokenStore()
+        a = mcp_sync.OAuth(token_store=store, on_authorize=...)
+        b = mcp_sync.OAuth(token_store=store, on_authorize=...)   # shares a's registrations and tokens
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._data: dict[str, str] = {}
+
+    def load(self, issuer: str) -> dict[str, Any] | None:
+        with self._lock:
+            raw = self._data.get(issuer)
+        return json.loads(raw) if raw is not None else None  # a copy: callers may mutate it
+
+    def save(self, issuer: str, state: dict[str, Any]) -> None:
+        with self._lock:
+            self._data[issuer] = json.dumps(state)
+
+
+class _Context:
+    """What discovery established for one flow."""
+
+    __slots__ = ("issuer", "meta", "resource", "scopes_supported")
+
+    def __init__(self, issuer: str, meta: dict[str, Any], resource: str, scopes_supported: list[str]) -> None:
+        self.issuer = issuer
+        self.meta = meta
+        self.resource = resource
+        self.scopes_supported = scopes_supported
+
+
+class OAuth:
+    """OAuth 2.1 client for one MCP server (or several); pass as ``auth=`` to ``Client.http``.
+
+    Parameters (all keyword-only):
+
+    ``client_name``
+        Shown to the user by the authorization server; sent in registrations.
+    ``redirect_uri``
+        Where the authorization server sends the user-agent back; a loopback
+        URI (the default) registers the client as ``application_type`` native (A9).
+    ``scopes``
+        Scopes to ask for when neither the server's 401 challenge nor its
+        Protected Resource Metadata names any (A8).
+    ``client_id``, ``client_secret``, ``issuer``
+        A pre-registered client (A9). With ``issuer`` set the credentials are
+        used only with that authorization server (A10); otherwise with any.
+    ``client_metadata_url``
+        An HTTPS URL serving this client's Client ID Metadata Document; used
+        as the client id where the server advertises
+        ``client_id_metadata_document_supported``, ahead of registration.
+    ``on_authorize``
+        ``callable(authorization_url) -> redirect_url``: show the URL to the
+        user (open a browser) and return the full URL the browser was
+        redirected to (a real app listens on ``redirect_uri`` for it). Runs on
+        the transport's worker thread and may block as long as the user takes.
+        Without it, only ``grant_type="client_credentials"`` or stored tokens work.
+    ``token_store``
+        A :class:`TokenStore`; default in-memory, private to this object.
+    ``max_step_ups``
+        How many times one request may be re-authorized for a 403
+        ``insufficient_scope`` (A8) before AuthorizationError. Default 2.
+    ``grant_type``
+        ``"authorization_code"`` (default, on behalf of a user) or
+        ``"client_credentials"`` (the OAuth client credentials extension, with
+        ``client_secret_basic`` or ``client_secret_post``; ``private_key_jwt``
+        is not supported).
+    ``timeout``
+        Seconds for each HTTP call to metadata, registration and token endpoints.
+
+    Raises :class:`~mcp_sync.AuthorizationError` (from the request that hit the
+    challenge) whenever the flow fails or is refused. Thread-safe: concurrent
+    401s from many threads run one flow, the others wait and reuse its token.
+
+    Example::
+
+        auth = mcp_sync.OAuth(client_id="my-app", client_secret=secret, grant_type="client_credentials")
+        client = mcp_sync.Client.http("https://mcp.example.com/mcp", auth=auth)
+    """
+
+    def __init__(
+        self,
+        *,
+        client_name: str = "mcp-sync",
+        redirect_uri: str = "http://127.0.0.1:8765/callback",
+        scopes: list[str] | None = None,
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        issuer: str | None = None,
+        client_metadata_url: str | None = None,
+        on_authorize: Callable[[str], str] | None = None,
+        token_store: TokenStore | None = None,
+        max_step_ups: int = 2,
+        grant_type: str = "authorization_code",
+        timeout: float = 30.0,
+    ) -> None:
+        if grant_type not in GRANTS:
+            raise ValueError(f"grant_type must be one of {GRANTS}, not {grant_type!r}")
+        if max_step_ups < 0:
+            raise ValueError("max_step_ups must be >= 0")
+        if grant_type == "client_credentials" and not client_id:
+            raise ValueError("grant_type='client_credentials' needs client_id (and client_secret)")
+        self.client_name = client_name
+        self.redirect_uri = redirect_uri
+        self.scopes = list(scopes or [])
+        self.client_id = client_id
+        self.client_secret = client_secret
+        self.issuer = issuer
+        self.client_metadata_url = client_metadata_url
+        self.on_authorize = on_authorize
+        self.token_store: TokenStore = token_store if token_store is not None else MemoryTokenStore()
+        self.max_step_ups = max_step_ups
+        self.grant_type = grant_type
+        self.timeout = timeout
+        self._lock = threading.Lock()  # guards _active and _server
+        self._flow_lock = threading.Lock()  # one flow at a time, whatever the number of threads
+        self._active: tuple[str, str, dict[str, Any]] | None = None  # (issuer, resource, tokens)
+        self._server: str | None = None  # origin the active token may be sent to (A7)
+        self._request_local = threading.local()  # step-ups of the request this thread is answering
+
+    # -- what the transport calls ---------------------------------------------------------
+
+    def headers_for(self, url: str) -> dict[str, str]:
+        """``{"Authorization": "Bearer ..."}`` for a request to ``url``, or ``{}``.
+
+        A7: the token goes on every request to the MCP server (POST, GET
+        stream, DELETE), in the header only, and never to another origin.
+        """
+        with self._lock:
+            active, server = self._active, self._server
+        if active is None or server is None or origin_of(canonical_resource(url)) != server:
+            return {}
+        return {"Authorization": f"Bearer {active[2]['access_token']}"}
+
+    @property
+    def auth_context(self) -> str | None:
+        """C5: identifies the grant in use (issuer and a digest of the token), so results the
+        server marked ``private`` are never served under another authorization."""
+        with self._lock:
+            active = self._active
+        if active is None:
+            return None
+        digest = hashlib.sha256(active[2]["access_token"].encode()).hexdigest()[:16]
+        return f"{active[0]}#{digest}"
+
+    def __call__(self, request: Any) -> Any:
+        """The ``requests`` auth protocol: add :meth:`headers_for` to a prepared request."""
+        request.headers.update(self.headers_for(request.url))
+        return request
+
+    def handle_challenge(self, response: Any, attempt: int = 0) -> bool:
+        """Answer a 401/403 ``response`` of the MCP server; True means "send the request again".
+
+        ``attempt`` counts the challenges this same request already had. A 401
+        (re)authorizes, or refreshes a token; a 403 ``insufficient_scope`` steps
+        up to the union of the scopes (A8) at most ``max_step_ups`` times per
+        request; any other 403 is not about OAuth (False). Blocks for the whole
+        flow (including ``on_authorize``); raises AuthorizationError.
+        """
+        status = response.status_code
+        challenge = parse_bearer_challenge(response.headers.get("WWW-Authenticate"))
+        if status not in (401, 403) or (status == 403 and challenge.get("error") != "insufficient_scope"):
+            return False
+        request = getattr(response, "request", None)
+        sent = request.headers.get("Authorization") if request is not None else None
+        server_url = canonical_resource(response.url or (request.url if request is not None else ""))
+        if status == 401 and attempt > 0:
+            raise AuthorizationError(f"OAuth: {server_url} refused the token it was just given (HTTP 401)")
+        # A8 retry limit, per request: one request's rounds all run on one transport thread.
+        step_ups = 0 if attempt == 0 else getattr(self._request_local, "step_ups", 0)
+        if status == 403:
+            if step_ups >= self.max_step_ups:
+                raise AuthorizationError(
+                    f"OAuth: {server_url} still answers insufficient_scope after {step_ups} step-up "
+                    f"authorizations (scope {challenge.get('scope')!r}); giving up (A8 retry limit)"
+                )
+            step_ups += 1
+        self._request_local.step_ups = step_ups
+        with self._flow_lock:
+            current = self.headers_for(server_url).get("Authorization")
+            if current is not None and current != sent:
+                return True  # another thread got a new token while this one waited: just retry with it
+            http = Http(self.timeout)
+            try:
+                context = self._discover(http, server_url, challenge)
+                if status == 401:
+                    self._unauthorized(http, context, challenge, sent)
+                else:
+                    self._obtain(http, context, self._step_up_scopes(context, challenge))
+            finally:
+                http.close()
+            with self._lock:
+                self._server = origin_of(server_url)
+        return True
+
+    # -- discovery ----------------------------------------------------------------------------
+
+    def _discover(self, http: Http, server_url: str, challenge: dict[str, str]) -> _Context:
+        """PRM (A1) and its resource check, then AS metadata (A2) and PKCE support (A4).
+
+        Run on every challenge, never cached: the server may have moved to
+        another authorization server meanwhile (A10, authorization-server-migration).
+        """
+        found = discover_prm(http, server_url, challenge.get("resource_metadata"))
+        if found is None:
+            return self._legacy_context(http, server_url)
+        prm_url, prm = found
+        resource = prm.get("resource")
+        if not isinstance(resource, str) or not resource_covers(resource, server_url):
+            raise AuthorizationError(
+                f"OAuth: the protected resource metadata at {prm_url} is for resource {resource!r}, "
+                f"not this server ({server_url}); refusing to authorize for it"
+            )
+        servers = [s for s in prm["authorization_servers"] if isinstance(s, str) and s]
+        if not servers:
+            raise AuthorizationError(f"OAuth: {prm_url} names no authorization server")
+        issuer = servers[0]
+        meta = discover_as(http, issuer)
+        if meta is None:
+            raise AuthorizationError(f"OAuth: no authorization server metadata found for {issuer} (RFC 8414, OIDC)")
+        if self.grant_type == "authorization_code":
+            methods = meta.get("code_challenge_methods_supported")
+            if not isinstance(methods, list) or "S256" not in methods:
+                raise AuthorizationError(
+                    f"OAuth: {issuer} does not advertise PKCE S256 (code_challenge_methods_supported: "
+                    f"{methods!r}); refusing to proceed (A4)"
+                )
+        return _Context(issuer, meta, resource, scope_list(prm.get("scopes_supported")))
+
+    def _legacy_context(self, http: Http, server_url: str) -> _Context:
+        """LG15: a 2025-03-26 server has no PRM; its origin is the authorization server, whose
+        metadata sits at the root, or else the default ``/authorize``, ``/token``, ``/register``."""
+        issuer = origin_of(server_url)
+        meta = discover_as(http, issuer, same_origin=True)
+        if meta is not None:
+            issuer = meta["issuer"]  # the one iss (A6) and the store (A3) go by
+        else:
+            log.info("mcp_sync: %s has no OAuth metadata; using the 2025-03-26 default endpoints", issuer)
+            meta = {
+                "issuer": issuer,
+                "authorization_endpoint": f"{issuer}/authorize",
+                "token_endpoint": f"{issuer}/token",
+                "registration_endpoint": f"{issuer}/register",
+            }
+        methods = meta.get("code_challenge_methods_supported")
+        if isinstance(methods, list) and "S256" not in methods and self.grant_type == "authorization_code":
+            raise AuthorizationError(f"OAuth: {issuer} does not support PKCE S256 (A4)")
+        return _Context(issuer, meta, server_url, [])
+
+    # -- tokens -------------------------------------------------------------------------------
+
+    def _unauthorized(self, http: Http, context: _Context, challenge: dict[str, str], sent: str | None) -> None:
+        """A 401: a stored token not yet tried, else a refresh, else a new authorization."""
+        state = self.token_store.load(context.issuer) or {}
+        tokens = state.get("tokens", {}).get(context.resource)
+        if tokens and f"Bearer {tokens.get('access_token')}" != sent:
+            self._activate(context, tokens)
+            return
+        if tokens and tokens.get("refresh_token"):
+            try:
+                self._refresh(http, context, state["client"], tokens)
+                return
+            except (AuthorizationError, KeyError) as exc:  # refresh tokens may be revoked at any time
+                log.info("mcp_sync: refreshing the token failed (%s); authorizing again", exc)
+        scopes = scope_list(challenge.get("scope")) or context.scopes_supported or self.scopes
+        self._obtain(http, context, scopes)
+
+    def _step_up_scopes(self, context: _Context, challenge: dict[str, str]) -> list[str]:
+        """A8: the union of what was asked before (from this issuer) and what the challenge names."""
+        with self._lock:
+            active = self._active
+        previous = active[2].get("scopes", []) if active is not None and active[0] == context.issuer else []
+        return list(dict.fromkeys([*previous, *scope_list(challenge.get("scope"))]))
+
+    def _obtain(self, http: Http, context: _Context, scopes: list[str]) -> None:
+        client = self._client_for(http, context)
+        if self.grant_type == "client_credentials":
+            form = {"grant_type": "client_credentials", "resource": context.resource}
+            if scopes:
+                form["scope"] = " ".join(scopes)
+            body = token_request(http, self._endpoint(context, "token_endpoint"), form, client)
+        else:
+            body = self._authorization_code(http, context, client, scopes)
+        self._save(context, client, body, scopes)
+
+    def _authorization_code(
+        self, http: Http, context: _Context, client: dict[str, Any], scopes: list[str]
+    ) -> dict[str, Any]:
+        if self.on_authorize is None:
+            raise AuthorizationError(
+                f"OAuth: {context.resource} needs authorization by a user at {context.issuer}; "
+                "pass OAuth(on_authorize=...) to open the browser"
+            )
+        # A6: the issuer is recorded with the verifier and state of this one request (locals of this call).
+        issuer, meta = context.issuer, context.meta
+        verifier, challenge = pkce_pair()
+        state = secrets.token_urlsafe(24)
+        params = {
+            "response_type": "code",
+            "client_id": client["client_id"],
+            "redirect_uri": self.redirect_uri,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "state": state,
+            "resource": context.resource,  # A5
+        }
+        asked = list(scopes)
+        if asked and "offline_access" in scope_list(meta.get("scopes_supported")):
+            asked.append("offline_access")  # SEP-2207: ask for a refresh token where the AS offers them
+        if asked:
+            params["scope"] = " ".join(dict.fromkeys(asked))
+        url = with_query(self._endpoint(context, "authorization_endpoint"), params)
+        log.info("mcp_sync: authorizing %s at %s", context.resource, issuer)
+        try:
+            landed = self.on_authorize(url)
+        except AuthorizationError:
+            raise
+        except Exception as exc:
+            raise AuthorizationError(f"OAuth: on_authorize failed: {exc!r}") from exc
+        if not isinstance(landed, str):
+            raise AuthorizationError(f"OAuth: on_authorize must return the redirect URL, not {landed!r}")
+        code = check_redirect(
+            landed,
+            issuer=issuer,
+            iss_advertised=meta.get("authorization_response_iss_parameter_supported") is True,
+            state=state,
+        )
+        form = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": self.redirect_uri,
+            "code_verifier": verifier,
+            "resource": context.resource,  # A5: in the token request too
+        }
+        return token_request(http, self._endpoint(context, "token_endpoint"), form, client)
+
+    def _refresh(self, http: Http, context: _Context, client: dict[str, Any], tokens: dict[str, Any]) -> None:
+        form = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], "resource": context.resource}
+        body = token_request(http, self._endpoint(context, "token_endpoint"), form, client)
+        body.setdefault("refresh_token", tokens["refresh_token"])  # RFC 6749 section 6: the old one stays valid
+        self._save(context, client, body, tokens.get("scopes", []))
+
+    def _save(self, context: _Context, client: dict[str, Any], body: dict[str, Any], scopes: list[str]) -> None:
+        expires_in = body.get("expires_in")
+        tokens = {
+            "access_token": body["access_token"],
+            "refresh_token": body.get("refresh_token") if isinstance(body.get("refresh_token"), str) else None,
+            "expires_at": time.time() + expires_in if isinstance(expires_in, (int, float)) else None,
+            "scopes": scopes,
+        }
+        state = self.token_store.load(context.issuer) or {}
+        state["client"] = client
+        state.setdefault("tokens", {})[context.resource] = tokens
+        self.token_store.save(context.issuer, state)  # A3: per issuer, never shared across them
+        self._activate(context, tokens)
+
+    def _activate(self, context: _Context, tokens: dict[str, Any]) -> None:
+        with self._lock:
+            self._active = (context.issuer, context.resource, tokens)
+
+    # -- client identity ----------------------------------------------------------------------
+
+    def _client_for(self, http: Http, context: _Context) -> dict[str, Any]:
+        """A9 in the spec's order: pre-registered, then CIMD, then Dynamic Client Registration.
+
+        A10: what one issuer registered is stored under that issuer only, so a
+        new authorization server always gets a new registration.
+        """
+        meta = context.meta
+        if self.client_id and (self.issuer is None or self.issuer == context.issuer):
+            method = choose_auth_method(meta.get("token_endpoint_auth_methods_supported"), bool(self.client_secret))
+            return {"client_id": self.client_id, "client_secret": self.client_secret, "auth_method": method}
+        stored = (self.token_store.load(context.issuer) or {}).get("client")
+        if isinstance(stored, dict) and stored.get("client_id"):
+            return stored
+        if (
+            self.client_metadata_url
+            and meta.get("client_id_metadata_document_supported") is True
+            and self.grant_type == "authorization_code"
+        ):
+            return {"client_id": self.client_metadata_url, "client_secret": None, "auth_method": "none"}
+        endpoint = meta.get("registration_endpoint")
+        if not isinstance(endpoint, str):
+            raise AuthorizationError(
+                f"OAuth: no client id for {context.issuer}: it offers neither Client ID Metadata Documents "
+                "(or no client_metadata_url was given) nor dynamic registration; pass OAuth(client_id=...)"
+            )
+        supported = meta.get("token_endpoint_auth_methods_supported")
+        supported = supported if isinstance(supported, list) else ["client_secret_basic"]
+        wanted = next((m for m in ("none", "client_secret_basic", "client_secret_post") if m in supported), "none")
+        grants = ["authorization_code", "refresh_token"]  # SEP-2207: say we want refresh tokens
+        if self.grant_type == "client_credentials":
+            grants = ["client_credentials"]
+        registration = register_client(
+            http,
+            self._checked(endpoint),
+            {
+                "client_name": self.client_name,
+                "redirect_uris": [self.redirect_uri],
+                "grant_types": grants,
+                "response_types": ["code"] if "authorization_code" in grants else [],
+                "token_endpoint_auth_method": wanted,
+                "application_type": "native" if is_loopback(self.redirect_uri) else "web",  # A9, SEP-837
+            },
+        )
+        secret = registration.get("client_secret") if isinstance(registration.get("client_secret"), str) else None
+        method = registration.get("token_endpoint_auth_method") or wanted
+        if method != "none" and not secret:
+            method = "none"
+        client = {"client_id": registration["client_id"], "client_secret": secret, "auth_method": method}
+        state = self.token_store.load(context.issuer) or {}
+        state["client"] = client
+        self.token_store.save(context.issuer, state)
+        return client
+
+    def _endpoint(self, context: _Context, name: str) -> str:
+        value = context.meta.get(name)
+        if not isinstance(value, str) or not value:
+            raise AuthorizationError(f"OAuth: the metadata of {context.issuer} has no {name}")
+        return self._checked(value)
+
+    @staticmethod
+    def _checked(url: str) -> str:
+        """Codes, secrets and tokens travel over HTTPS only, loopback excepted (OAuth 2.1 section 1.5)."""
+        if url.startswith("https://") or (url.startswith("http://") and is_loopback(url)):
+            return url
+        raise AuthorizationError(f"OAuth: refusing the non-HTTPS endpoint {url!r}")
+
+    def __repr__(self) -> str:
+        with self._lock:
+            active = self._active
+        where = f" issuer={active[0]!r}" if active is not None else ""
+        return f"<OAuth {self.grant_type}{where}>"
