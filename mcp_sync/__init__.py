@@ -23,6 +23,7 @@ heavy dependencies (``requests``) when first used.
 """
 
 import logging
+from typing import TYPE_CHECKING
 
 from ._client import USE_CLIENT_DEFAULT, Client, ClientState
 from ._connect import connect
@@ -31,7 +32,6 @@ from ._lifecycle import LEGACY_VERSIONS, MODERN_VERSIONS
 from ._subscriptions import Subscription
 from ._tasks import Task
 from ._version import __version__
-from .auth import OAuth
 from .cancellation import CancellationToken
 from .exceptions import (
     AuthorizationError,
@@ -74,6 +74,9 @@ from .models import (
     TextResourceContents,
     Tool,
 )
+
+if TYPE_CHECKING:
+    from .auth import OAuth
 
 logging.getLogger("mcp_sync").addHandler(logging.NullHandler())
 
@@ -128,3 +131,13 @@ __all__ = [
     "apply_defaults",
     "connect",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # OAuth loads on first use (hashlib, secrets and the flow code are not needed by
+    # clients without it): keeps ``import mcp_sync`` light.
+    if name == "OAuth":
+        from .auth import OAuth
+
+        return OAuth
+    raise AttributeError(f"module 'mcp_sync' has no attribute {name!r}")
