@@ -164,11 +164,12 @@ class Engine:
                 self._streams[request_id] = on_stream
         remove_callback: Callable[[], None] | None = None
         if cancel is not None:
-            remove_callback = cancel.add_callback(
-                lambda reason: pending.outcome.settle(
-                    error=Cancelled(f"{method} was cancelled", reason=reason, method=method, request_id=request_id)
-                )
-            )
+
+            def on_cancel(reason: str | None) -> None:  # runs on the cancelling thread
+                error = Cancelled(f"{method} was cancelled", reason=reason, method=method, request_id=request_id)
+                pending.outcome.settle(error=error)
+
+            remove_callback = cancel.add_callback(on_cancel)
         written = False
         try:
             if self._closed_error is not None:  # closed between the check and registration

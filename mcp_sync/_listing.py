@@ -16,7 +16,11 @@ from .exceptions import INVALID_PARAMS, PaginationLimitError, ProtocolError, Ser
 from .models import Page, Prompt, Resource, ResourceTemplate, Tool
 
 if TYPE_CHECKING:
-    from ._client import Client
+    import threading
+
+    from ._cache import ResultCache
+    from ._engine import Engine
+    from ._lifecycle import Negotiated
 
 log = logging.getLogger("mcp_sync")
 
@@ -26,8 +30,22 @@ T = TypeVar("T")
 class ListingMixin:
     """The listing half of :class:`~mcp_sync.Client` (thread-safe like the client)."""
 
+    if TYPE_CHECKING:  # provided by Client
+        max_pages: int
+        _cache: ResultCache | None
+        _engine: Engine | None
+        _negotiated: Negotiated | None
+        _tool_schemas: dict[str, dict[str, Any]]
+        _tool_schemas_lock: threading.Lock
+
+        def _require(self, capability: str, method: str) -> None: ...
+
+        def _send_cached(
+            self, method: str, params: dict[str, Any] | None, cache: str | None, **kwargs: Any
+        ) -> dict[str, Any]: ...
+
     def _page(
-        self: Client,
+        self,
         method: str,
         key: str,
         model: Callable[[dict], T],
@@ -51,7 +69,7 @@ class ListingMixin:
             raw=raw,
         )
 
-    def _walk(self: Client, fetch: Callable[[str | None], Page[T]], method: str) -> Iterator[T]:
+    def _walk(self, fetch: Callable[[str | None], Page[T]], method: str) -> Iterator[T]:
         cursor: str | None = None
         seen: set[str] = set()
         yielded = skip = 0
@@ -84,18 +102,18 @@ class ListingMixin:
             cursor = page.next_cursor
         raise PaginationLimitError(f"{method}: more than max_pages={self.max_pages} pages", method=method)
 
-    def list_tools(self: Client, cursor: str | None = None, **kwargs: Any) -> Page[Tool]:
+    def list_tools(self, cursor: str | None = None, **kwargs: Any) -> Page[Tool]:
         """One page of tools. Example: ``page = client.list_tools(); page.items, page.next_cursor``."""
         return self._check_tool_headers(self._page("tools/list", "tools", Tool.from_wire, "tools", cursor, **kwargs))
 
-    def _mirrors_param_headers(self: Client) -> bool:
+    def _mirrors_param_headers(self) -> bool:
         """x-mcp-header applies on modern connections over a transport that mirrors it (HTTP, H8)."""
         negotiated, engine = self._negotiated, self._engine
         if negotiated is None or negotiated.era != "modern" or engine is None:
             return False
         return bool(getattr(engine.transport, "mirrors_param_headers", False))
 
-    def _check_tool_headers(self: Client, page: Page[Tool]) -> Page[Tool]:
+    def _check_tool_headers(self, page: Page[Tool]) -> Page[Tool]:
         """H9: drop tools whose x-mcp-header annotations are invalid (with a warning); remember the
         schemas of the others for :meth:`_param_headers`."""
         if not self._mirrors_param_headers():
@@ -121,7 +139,7 @@ class ListingMixin:
             raw=page.raw,
         )
 
-    def _param_headers(self: Client, name: str, arguments: Mapping[str, Any]) -> dict[str, str] | None:
+    def _param_headers(self, name: str, arguments: Mapping[str, Any]) -> dict[str, str] | None:
         """The ``Mcp-Param-*`` headers of a call (H8), from the schema seen when tools were listed."""
         if not self._mirrors_param_headers():
             return None
@@ -129,22 +147,22 @@ class ListingMixin:
             schema = self._tool_schemas.get(name)
         return (param_headers(schema, arguments) or None) if schema else None
 
-    def tools(self: Client, **kwargs: Any) -> Iterator[Tool]:
+    def tools(self, **kwargs: Any) -> Iterator[Tool]:
         """Every tool, fetching pages lazily. Example: ``for tool in client.tools(): print(tool.name)``."""
         return self._walk(lambda c: self.list_tools(c, **kwargs), "tools/list")
 
-    def list_resources(self: Client, cursor: str | None = None, **kwargs: Any) -> Page[Resource]:
+    def list_resources(self, cursor: str | None = None, **kwargs: Any) -> Page[Resource]:
         """One page of resources.
 
         Example: ``page = client.list_resources(); uris = [r.uri for r in page.items]; page.next_cursor``
         """
         return self._page("resources/list", "resources", Resource.from_wire, "resources", cursor, **kwargs)
 
-    def resources(self: Client, **kwargs: Any) -> Iterator[Resource]:
+    def resources(self, **kwargs: Any) -> Iterator[Resource]:
         """Every resource, lazily. Example: ``uris = [r.uri for r in client.resources()]``."""
         return self._walk(lambda c: self.list_resources(c, **kwargs), "resources/list")
 
-    def list_resource_templates(self: Client, cursor: str | None = None, **kwargs: Any) -> Page[ResourceTemplate]:
+    def list_resource_templates(self, cursor: str | None = None, **kwargs: Any) -> Page[ResourceTemplate]:
         """One page of resource templates.
 
         Example: ``page = client.list_resource_templates(); [t.uri_template for t in page.items]``
@@ -153,20 +171,20 @@ class ListingMixin:
             "resources/templates/list", "resourceTemplates", ResourceTemplate.from_wire, "resources", cursor, **kwargs
         )
 
-    def resource_templates(self: Client, **kwargs: Any) -> Iterator[ResourceTemplate]:
+    def resource_templates(self, **kwargs: Any) -> Iterator[ResourceTemplate]:
         """Every resource template, lazily.
 
         Example: ``for template in client.resource_templates(): print(template.uri_template)``
         """
         return self._walk(lambda c: self.list_resource_templates(c, **kwargs), "resources/templates/list")
 
-    def list_prompts(self: Client, cursor: str | None = None, **kwargs: Any) -> Page[Prompt]:
+    def list_prompts(self, cursor: str | None = None, **kwargs: Any) -> Page[Prompt]:
         """One page of prompts.
 
         Example: ``page = client.list_prompts(cursor=None); names = [p.name for p in page.items]``
         """
         return self._page("prompts/list", "prompts", Prompt.from_wire, "prompts", cursor, **kwargs)
 
-    def prompts(self: Client, **kwargs: Any) -> Iterator[Prompt]:
+    def prompts(self, **kwargs: Any) -> Iterator[Prompt]:
         """Every prompt, lazily. Example: ``names = [p.name for p in client.prompts()]``."""
         return self._walk(lambda c: self.list_prompts(c, **kwargs), "prompts/list")

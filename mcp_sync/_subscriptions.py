@@ -36,6 +36,7 @@ it may call the client (also ``listen()`` or ``close()``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
@@ -527,7 +528,7 @@ class Subscriptions:
             for sub in subs:
                 if sub.state == "live":  # on_closed has not run yet: end that iteration first
                     sub._suspend()
-                self._reestablish(sub, lambda s=sub: s._establish(engine, negotiated, resubscribe=True))
+                self._reestablish(sub, functools.partial(sub._establish, engine, negotiated, resubscribe=True))
 
         if subs:
             self._in_background(engine, work)
@@ -546,7 +547,7 @@ class Subscriptions:
             for sub in subs:
                 with sub._lock:
                     sub._uris_held = ()
-                self._reestablish(sub, lambda s=sub: s._legacy_subscribe(engine, negotiated, resubscribe=True))
+                self._reestablish(sub, functools.partial(sub._legacy_subscribe, engine, negotiated, resubscribe=True))
 
         self._in_background(engine, work)
 

@@ -25,7 +25,7 @@ from .exceptions import Cancelled, RequestTimeout, server_error_from
 from .models import CallToolResult
 
 if TYPE_CHECKING:
-    from ._client import Client
+    pass
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
@@ -54,14 +54,14 @@ class Task:
     ttl_ms: int | None = None
     poll_interval_ms: int | None = None
     raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
-    _client: Client | None = attrs.field(default=None, repr=False, alias="client")
+    _client: TasksMixin | None = attrs.field(default=None, repr=False, alias="client")
     _answered: set[str] = attrs.field(factory=set, repr=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, repr=False)
 
     @classmethod
-    def from_wire(cls, raw: dict[str, Any], era: str, client: Client | None) -> Task:
+    def from_wire(cls, raw: dict[str, Any], era: str, client: TasksMixin | None) -> Task:
         """From a modern CreateTaskResult / GetTaskResult, or a legacy ``task`` object."""
-        body = raw.get("task") if era == "legacy" and isinstance(raw.get("task"), dict) else raw
+        body: dict[str, Any] = raw["task"] if era == "legacy" and isinstance(raw.get("task"), dict) else raw
         ttl = body.get("ttlMs", body.get("ttl"))
         poll = body.get("pollIntervalMs", body.get("pollInterval"))
         return cls(
@@ -124,7 +124,7 @@ class Task:
                 continue
             time.sleep(interval)
 
-    def _answer_input(self, client: Client) -> None:
+    def _answer_input(self, client: TasksMixin) -> None:
         requests = self.raw.get("inputRequests")
         if not isinstance(requests, dict):
             return
@@ -134,7 +134,7 @@ class Task:
             client.update_task(self, answers)
             self._answered.update(fresh)
 
-    def _final(self, client: Client, deadline: float | None) -> CallToolResult:
+    def _final(self, client: TasksMixin, deadline: float | None) -> CallToolResult:
         if self.status == "cancelled":
             raise Cancelled(f"task {self.task_id} was cancelled", reason=self.status_message)
         if self.era == "legacy":
@@ -152,8 +152,32 @@ def _remaining(deadline: float | None) -> float | None:
 class TasksMixin:
     """The task methods of :class:`~mcp_sync.Client` (X1-X6, LG12)."""
 
+    if TYPE_CHECKING:  # provided by Client
+        from ._lifecycle import Negotiated
+
+        def _connected(self) -> Negotiated: ...
+
+        def _require(self, capability: str, method: str) -> None: ...
+
+        def _send(
+            self,
+            method: str,
+            params: dict[str, Any] | None = None,
+            *,
+            timeout: Any = ...,
+            cancel: CancellationToken | None = None,
+            meta: Mapping[str, Any] | None = None,
+            extensions: Mapping[str, Any] | None = None,
+        ) -> dict[str, Any]: ...
+
+        def _answer_input_requests(
+            self, method: str, requests: dict[str, Any], state: str | None
+        ) -> dict[str, Any]: ...
+
+        def _send_with_input(self, method: str, params: dict[str, Any], **kwargs: Any) -> dict[str, Any]: ...
+
     def call_tool_as_task(
-        self: Client,
+        self,
         name: str,
         arguments: Mapping[str, Any] | None = None,
         *,
@@ -189,11 +213,11 @@ class TasksMixin:
         # answered at once: a task that is already complete, its result inline
         return Task(task_id="", status="completed", era="modern", raw={"result": raw}, client=self)
 
-    def _task_request(self: Client, method: str, task: Task, **params: Any) -> dict[str, Any]:
-        extensions = {TASKS_EXTENSION: {}} if task.era == "modern" else None
+    def _task_request(self, method: str, task: Task, **params: Any) -> dict[str, Any]:
+        extensions: dict[str, Any] | None = {TASKS_EXTENSION: {}} if task.era == "modern" else None
         return self._send(method, {"taskId": task.task_id, **params}, extensions=extensions)
 
-    def get_task(self: Client, task: Task | str) -> Task:
+    def get_task(self, task: Task | str) -> Task:
         """The task's current state (``tasks/get``), as a new :class:`Task`.
 
         Example: ``latest = client.get_task(task); print(latest.status, latest.status_message)``
@@ -201,7 +225,7 @@ class TasksMixin:
         handle = self._task_handle(task)
         return Task.from_wire(self._task_request("tasks/get", handle), handle.era, self)
 
-    def update_task(self: Client, task: Task | str, input_responses: Mapping[str, Any]) -> None:
+    def update_task(self, task: Task | str, input_responses: Mapping[str, Any]) -> None:
         """Answer a modern task's ``inputRequests`` (``tasks/update``, X4).
 
         ``input_responses`` maps each input request's key to its answer (what the
@@ -214,27 +238,27 @@ class TasksMixin:
         """
         self._task_request("tasks/update", self._task_handle(task), inputResponses=dict(input_responses))
 
-    def cancel_task(self: Client, task: Task | str) -> None:
+    def cancel_task(self, task: Task | str) -> None:
         """Ask the server to cancel a task (``tasks/cancel``; cooperative, K5).
 
         Example: ``client.cancel_task(task)`` (or by id: ``client.cancel_task(task.task_id)``)
         """
         self._task_request("tasks/cancel", self._task_handle(task))
 
-    def list_tasks(self: Client) -> list[Task]:
+    def list_tasks(self) -> list[Task]:
         """The server's tasks (legacy ``tasks/list``).
 
         Example: ``running = [t.task_id for t in client.list_tasks() if not t.done]``
         """
         raw = self._send("tasks/list")
-        tasks = raw.get("tasks") if isinstance(raw.get("tasks"), list) else []
+        tasks: list[Any] = raw["tasks"] if isinstance(raw.get("tasks"), list) else []
         return [Task.from_wire(t, "legacy", self) for t in tasks if isinstance(t, dict)]
 
-    def _task_handle(self: Client, task: Task | str) -> Task:
+    def _task_handle(self, task: Task | str) -> Task:
         if isinstance(task, Task):
             return task
         return Task(task_id=task, status="working", era=self._connected().era, client=self)
 
-    def _task_result(self: Client, task: Task, timeout: float | None) -> CallToolResult:
+    def _task_result(self, task: Task, timeout: float | None) -> CallToolResult:
         """Legacy ``tasks/result``: blocks until the task ends (LG12)."""
         return CallToolResult.from_wire(self._send("tasks/result", {"taskId": task.task_id}, timeout=timeout))

@@ -30,7 +30,7 @@ def join_quietly(thread: threading.Thread | None, timeout: float) -> None:
 
 
 def run_concurrently(
-    calls: dict[str, tuple[Callable[..., Any], ...]], server: str
+    calls: dict[str, tuple[Any, ...]], server: str
 ) -> dict[str, tuple[Any, BaseException | None]]:
     """Run each ``key: (function, *args)`` and return ``key: (value, error)``.
 

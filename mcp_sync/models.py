@@ -192,11 +192,12 @@ Content = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedR
 
 
 def resource_contents_from_wire(raw: dict[str, Any]) -> ResourceContents:
-    uri = raw.get("uri") if isinstance(raw.get("uri"), str) else ""
-    common = {"uri": uri, "mime_type": _opt_str(raw.get("mimeType")), "meta": raw.get(_META), "raw": raw}
+    uri = raw["uri"] if isinstance(raw.get("uri"), str) else ""
+    mime_type, meta = _opt_str(raw.get("mimeType")), raw.get(_META)
     if isinstance(raw.get("blob"), str):
-        return BlobResourceContents(blob=raw["blob"], **common)
-    return TextResourceContents(text=raw.get("text") if isinstance(raw.get("text"), str) else "", **common)
+        return BlobResourceContents(uri=uri, blob=raw["blob"], mime_type=mime_type, meta=meta, raw=raw)
+    text = raw["text"] if isinstance(raw.get("text"), str) else ""
+    return TextResourceContents(uri=uri, text=text, mime_type=mime_type, meta=meta, raw=raw)
 
 
 def content_from_wire(raw: Any) -> Content:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from ..exceptions import ConnectionClosed, MCPError, ProtocolError, SessionExpiredError
 from ._http_common import STREAM_ERRORS, Aborted, HttpBase, Slot, content_type
@@ -92,6 +92,7 @@ class LegacySession(HttpBase):
                 if not 200 <= response.status_code < 300:
                     raise self.error_for(response, "initialize (new session)")[1]
                 self._session_id = response.headers.get("Mcp-Session-Id")
+                answers: Iterator[Any]
                 if content_type(response) == "text/event-stream":
                     answers = (json.loads(e.data) for e in self.events(response) if e.data)
                 else:
