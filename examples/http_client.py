@@ -17,7 +17,9 @@ SERVER = Path(__file__).resolve().parent.parent / "tests" / "servers" / "sdk_ser
 with socket.socket() as s:
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
-server = subprocess.Popen([sys.executable, str(SERVER), "http", "--port", str(port)], stderr=subprocess.DEVNULL)
+server = subprocess.Popen(
+    [sys.executable, str(SERVER), "http", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+)
 url = f"http://127.0.0.1:{port}/mcp"
 try:
     for _ in range(100):  # wait (at most 10 s) for the server to listen
