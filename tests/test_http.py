@@ -535,3 +535,25 @@ def test_legacy_stream_notification_callback_may_call_the_client(sdk_http_url: s
         client.call_tool("add_tool", {"name": "from_stream"})
         assert done.wait(10)
     assert "from_stream" in relisted[0]
+
+
+def test_sixteen_threads_share_one_http_client(sdk_http_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Many threads on one client (a web app): every answer reaches its caller, and the
+    connections are reused rather than opened and discarded per extra concurrent call."""
+    failures: list[str] = []
+    with caplog.at_level(logging.WARNING, logger="urllib3"), mcp_sync.Client.http(sdk_http_url) as client:
+
+        def worker(n: int) -> None:
+            for i in range(50):
+                text = f"{n}-{i}"
+                got = client.call_tool("echo", {"text": text}).text
+                if got != text:
+                    failures.append(f"{text} != {got}")
+
+        threads = [threading.Thread(target=worker, args=(n,)) for n in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    assert not failures
+    assert not [r for r in caplog.records if "pool is full" in r.getMessage()]

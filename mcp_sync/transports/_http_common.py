@@ -36,6 +36,7 @@ log = logging.getLogger("mcp_sync.http")
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 MAX_REDIRECTS = 5
+POOL_MAXSIZE = 64  # kept-alive connections per host
 ERROR_BODY_BYTES = 64 * 1024
 RETRY_AFTER_CAP = 30.0  # longer Retry-After: give up instead of stalling a caller
 MAX_CHALLENGES = 8  # backstop on 401/403 rounds per request; the auth object's own bound is lower
@@ -172,7 +173,9 @@ class HttpBase:
         parts = urlsplit(url)
         self.name = name or (f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname))
         self.session = requests.Session()
-        adapter = _TrackingAdapter()
+        # Many application threads share one client: keep that many connections for reuse
+        # (requests' default of 10 would open and discard one per extra concurrent call).
+        adapter = _TrackingAdapter(pool_maxsize=POOL_MAXSIZE)
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
         # Only encodings decoded_chunks can bound; requests would also offer br/zstd when installed.
