@@ -111,24 +111,24 @@ def _track(conn: Any) -> None:
         slot.attach(conn)
 
 
-class _TrackedHTTPConnection(HTTPConnection):
+class _Tracking:
+    """Mixed into urllib3's connections: report each one to the request's slot as it is used."""
+
     def request(self, *args: Any, **kwargs: Any) -> Any:
         _track(self)
-        return super().request(*args, **kwargs)
+        return super().request(*args, **kwargs)  # type: ignore[misc]
 
     def getresponse(self, *args: Any, **kwargs: Any) -> Any:
         _track(self)
-        return super().getresponse(*args, **kwargs)
+        return super().getresponse(*args, **kwargs)  # type: ignore[misc]
 
 
-class _TrackedHTTPSConnection(HTTPSConnection):
-    def request(self, *args: Any, **kwargs: Any) -> Any:
-        _track(self)
-        return super().request(*args, **kwargs)
+class _TrackedHTTPConnection(_Tracking, HTTPConnection):
+    pass
 
-    def getresponse(self, *args: Any, **kwargs: Any) -> Any:
-        _track(self)
-        return super().getresponse(*args, **kwargs)
+
+class _TrackedHTTPSConnection(_Tracking, HTTPSConnection):
+    pass
 
 
 class _TrackedPool(HTTPConnectionPool):

@@ -7,6 +7,7 @@ one only runs once an ``initialize`` has made the connection legacy.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -80,11 +81,25 @@ class LegacySession(HttpBase):
         if self._sink is not None:
             self._sink.session_renewed()  # the new session holds none of the old one's state
 
-    def _replay_initialize(self, init: dict[str, Any]) -> None:
+    @contextlib.contextmanager
+    def _oneway_slot(self) -> Iterator[Slot]:
+        """A slot for an exchange made on the calling thread, aborted by close(); an exchange
+        cut short by close() raises ConnectionClosed."""
         slot = Slot()
         with self._lock:
+            if self._closing:
+                raise ConnectionClosed("the HTTP transport is closed")
             self._oneway.add(slot)
         try:
+            yield slot
+        except Aborted as exc:
+            raise ConnectionClosed("the HTTP transport was closed") from exc
+        finally:
+            with self._lock:
+                self._oneway.discard(slot)
+
+    def _replay_initialize(self, init: dict[str, Any]) -> None:
+        with self._oneway_slot() as slot:
             response = self.exchange(
                 "POST", self.url, slot, headers=self._post_headers(init, None, None, None), body=dumps(init)
             )
@@ -110,11 +125,6 @@ class LegacySession(HttpBase):
             finally:
                 slot.finish()
                 response.close()
-        except Aborted as exc:
-            raise ConnectionClosed("the HTTP transport was closed") from exc
-        finally:
-            with self._lock:
-                self._oneway.discard(slot)
 
     def _start_listening(self) -> None:
         with self._lock:

@@ -423,13 +423,8 @@ class HttpTransport(LegacySession):
         self, message: dict[str, Any], extra: Mapping[str, str] | None, version: str | None, resent: bool = False
     ) -> None:
         method = message.get("method")
-        slot = Slot()
-        with self._lock:
-            if self._closing:
-                raise ConnectionClosed("the HTTP transport is closed")
-            self._oneway.add(slot)
         session_id = None if version else self._session_id
-        try:
+        with self._oneway_slot() as slot:
             response = self.exchange(
                 "POST",
                 self.url,
@@ -451,11 +446,6 @@ class HttpTransport(LegacySession):
             finally:
                 slot.finish()
                 response.close()
-        except Aborted as exc:
-            raise ConnectionClosed("the HTTP transport was closed") from exc
-        finally:
-            with self._lock:
-                self._oneway.discard(slot)
         if method == "notifications/initialized" and version is None:
             self._start_listening()
 
