@@ -557,3 +557,15 @@ def test_sixteen_threads_share_one_http_client(sdk_http_url: str, caplog: pytest
             t.join(60)
     assert not failures
     assert not [r for r in caplog.records if "pool is full" in r.getMessage()]
+
+
+def test_cached_era_that_fails_is_forgotten(no_leaks: None) -> None:
+    """V4: an origin cached as legacy skips the probe; if connecting then fails, the entry is
+    dropped and the next client probes again (here the server has become modern-only)."""
+    with FakeServer("modern") as fake:
+        http_module._ERA_CACHE[http_module.origin(fake.url)] = "legacy"
+        with pytest.raises(mcp_sync.MCPError):
+            mcp_sync.Client.http(fake.url, timeout=5).connect()
+        assert http_module.cached_era(fake.url) is None
+        with mcp_sync.Client.http(fake.url) as client:
+            assert client.era == "modern"

@@ -58,8 +58,11 @@ NAME_FIELDS = {
 }
 ACCEPT_BOTH = "application/json, text/event-stream"
 
-#: Era decisions per origin, for the life of the process (section 4, step 7):
-#: "legacy" or "sse" lets a reconnect skip the modern probe.
+#: Era decisions per origin, for the life of the process (section 4, step 7; V4 allows
+#: persisting them): "legacy" or "sse" lets a reconnect, or another client of the same
+#: origin, skip the modern probe. A connection that relied on the cache and then failed
+#: to connect forgets the entry, so the next one probes again ("re-probe if the cached
+#: assumption later fails").
 _ERA_CACHE: dict[tuple[str, str, Any], str] = {}
 _ERA_LOCK = threading.Lock()
 
@@ -158,6 +161,7 @@ class HttpTransport(LegacySession):
         self._listen_slot: Slot | None = None
         self._listening = False
         self._listen_ready = threading.Event()  # the GET stream answered (opened, or none offered)
+        self._relied_on_cache = False  # skipped the probe because the origin's era was cached
         self._session_lock = threading.Lock()
         self._delegate: SseTransport | None = None
 
@@ -215,6 +219,7 @@ class HttpTransport(LegacySession):
             return
         request_id = message["id"]
         if version is not None and self._era is None and cached_era(self.url) in ("legacy", "sse"):
+            self._relied_on_cache = True
             if self._sink is not None:  # section 4 step 7: skip a probe this origin already failed
                 self._sink.fail(request_id, ProtocolError(f"{self.url} is a legacy server (cached for its origin)"))
             return
@@ -251,6 +256,8 @@ class HttpTransport(LegacySession):
             if self._listen_slot is not None:
                 slots.append(self._listen_slot)
         self._closed_event.set()
+        if self._relied_on_cache and self._era is None:  # V4: the cached era did not hold: probe next time
+            _remember_era(self.url, None)
         if self._delegate is not None:
             self._delegate.close()
         for slot in slots:
@@ -268,6 +275,7 @@ class HttpTransport(LegacySession):
         request_id = message["id"]
         try:
             if message["method"] == "initialize" and cached_era(self.url) == "sse":
+                self._relied_on_cache = True
                 self._switch_to_sse(message, slot, None, None)
             else:
                 self._request(message, extra, version, slot, resent=False)
