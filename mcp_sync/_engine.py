@@ -15,7 +15,7 @@ import logging
 import threading
 from typing import Any, Callable, Mapping
 
-from ._threads import Dispatcher, Outcome, join_quietly, spawn
+from ._threads import Dispatcher, Outcome, Workers
 from .cancellation import CancellationToken
 from .exceptions import (
     INTERNAL_ERROR,
@@ -89,7 +89,7 @@ class Engine:
         self._pending: dict[Any, _Pending] = {}
         self._progress: dict[Any, _Pending] = {}
         self._streams: dict[Any, NotificationCallback] = {}
-        self._handler_threads: set[threading.Thread] = set()
+        self._handlers = Workers(self.name)  # server requests answered by user handlers
         self._closed_error: ConnectionClosed | None = None
         self._started = False
 
@@ -115,10 +115,7 @@ class Engine:
             self.transport.close()
         finally:
             self.closed(ConnectionClosed(reason))
-            with self._lock:
-                handlers = list(self._handler_threads)
-            for thread in handlers:
-                join_quietly(thread, 1.0)
+            self._handlers.close(1.0)
 
     # -- outgoing --------------------------------------------------------------------
 
@@ -360,27 +357,21 @@ class Engine:
         if handler is None:
             self._answer(request_id, error={"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"})
             return
-        thread = spawn(lambda: self._run_handler(handler, request_id, method, params), "handler", self.name)
-        with self._lock:
-            self._handler_threads.add(thread)
+        self._handlers.spawn(lambda: self._run_handler(handler, request_id, method, params), "handler")
 
     def _run_handler(self, handler: ServerRequestHandler, request_id: Any, method: str, params: dict) -> None:
         try:
-            try:
-                result = handler(method, params)
-            except ServerRequestError as exc:
-                error: dict[str, Any] = {"code": exc.code, "message": exc.message}
-                if exc.data is not None:
-                    error["data"] = exc.data
-                self._answer(request_id, error=error)
-            except Exception as exc:  # a handler bug becomes an answer, never silence
-                log.exception("mcp_sync: handler for %s raised", method)
-                self._answer(request_id, error={"code": INTERNAL_ERROR, "message": f"client handler failed: {exc}"})
-            else:
-                self._answer(request_id, result=result)
-        finally:
-            with self._lock:
-                self._handler_threads.discard(threading.current_thread())
+            result = handler(method, params)
+        except ServerRequestError as exc:
+            error: dict[str, Any] = {"code": exc.code, "message": exc.message}
+            if exc.data is not None:
+                error["data"] = exc.data
+            self._answer(request_id, error=error)
+        except Exception as exc:  # a handler bug becomes an answer, never silence
+            log.exception("mcp_sync: handler for %s raised", method)
+            self._answer(request_id, error={"code": INTERNAL_ERROR, "message": f"client handler failed: {exc}"})
+        else:
+            self._answer(request_id, result=result)
 
     def _answer(self, request_id: Any, *, result: Any = None, error: dict[str, Any] | None = None) -> None:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}

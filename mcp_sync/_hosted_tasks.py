@@ -15,7 +15,7 @@ import threading
 import uuid
 from typing import Any, Callable
 
-from ._threads import join_quietly, spawn
+from ._threads import Workers
 from .exceptions import INTERNAL_ERROR, INVALID_PARAMS, ServerRequestError
 
 TASK_METHODS = ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel")
@@ -57,7 +57,7 @@ class HostedTasks:
         self._server = server
         self._lock = threading.Lock()
         self._tasks: dict[str, _HostedTask] = {}
-        self._threads: set[threading.Thread] = set()
+        self._workers = Workers(server)
 
     def start(self, params: dict[str, Any], run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """Answer a task-augmented request with its handle and run ``run`` in the background."""
@@ -75,12 +75,11 @@ class HostedTasks:
                     task.result, task.error = result, error
                     task.status = "completed" if error is None else "failed"
                 task.updated_at = _now()
-                self._threads.discard(threading.current_thread())
             task.done.set()
 
         with self._lock:
             self._tasks[task.task_id] = task
-            self._threads.add(spawn(work, "hosted-task", self._server))
+        self._workers.spawn(work, "hosted-task")
         return {"task": task.view()}
 
     def answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -113,8 +112,6 @@ class HostedTasks:
 
     def close(self, timeout: float = 1.0) -> None:
         with self._lock:
-            threads = list(self._threads)
             for task in self._tasks.values():
                 task.done.set()  # release any tasks/result still waiting
-        for thread in threads:
-            join_quietly(thread, timeout)
+        self._workers.close(timeout)

@@ -43,7 +43,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from ._engine import SUBSCRIPTION_ID, Engine
-from ._threads import join_quietly, spawn
+from ._threads import Workers, join_quietly, spawn
 from .cancellation import CancellationToken
 from .exceptions import Cancelled, CapabilityError, ClientStateError, MCPError, RequestTimeout
 
@@ -385,7 +385,7 @@ class Subscriptions:
         self._subs: list[Subscription] = []
         self._uri_refs: dict[str, int] = {}
         self._uri_engine: Engine | None = None
-        self._threads: set[threading.Thread] = set()
+        self._workers = Workers("client")  # re-establishing in the background
 
     def listen(
         self,
@@ -563,24 +563,11 @@ class Subscriptions:
 
     def _in_background(self, engine: Engine, work: Callable[[], None]) -> None:
         """Run ``work`` on a thread that close_all() joins."""
-
-        def run() -> None:
-            try:
-                work()
-            finally:
-                with self._lock:
-                    self._threads.discard(threading.current_thread())
-
-        thread = spawn(run, "resubscribe", engine.name)
-        with self._lock:
-            self._threads.add(thread)
+        self._workers.spawn(work, "resubscribe")
 
     def close_all(self) -> None:
         """The client is closing: close every subscription (no unsubscribe round trips)."""
         for sub in self._live():
             sub._close(unsubscribe=False, reason="the client was closed")
-        with self._lock:
-            threads = list(self._threads)
-        for thread in threads:
-            join_quietly(thread, _JOIN_TIMEOUT)
+        self._workers.close(_JOIN_TIMEOUT)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from typing import Any, Callable
 
 log = logging.getLogger("mcp_sync")
@@ -27,6 +28,46 @@ def join_quietly(thread: threading.Thread | None, timeout: float) -> None:
     """Join ``thread`` unless it is the calling thread (a callback closing the client)."""
     if thread is not None and thread is not threading.current_thread():
         thread.join(timeout)
+
+
+class Workers:
+    """Short-lived worker threads that ``close()`` joins: each leaves the set when it ends.
+
+    After ``close()`` no new worker starts (``spawn`` returns None), so none can
+    slip past the join. Thread-safe.
+    """
+
+    def __init__(self, server: str) -> None:
+        self._server = server
+        self._lock = threading.Lock()
+        self._threads: set[threading.Thread] = set()
+        self._closed = False
+
+    def spawn(self, target: Callable[[], None], role: str) -> threading.Thread | None:
+        """Start ``target`` on a daemon thread named ``mcp_sync-<role>-<server>``; None once closed."""
+
+        def run() -> None:
+            try:
+                target()
+            finally:
+                with self._lock:
+                    self._threads.discard(threading.current_thread())
+
+        with self._lock:
+            if self._closed:
+                return None
+            thread = spawn(run, role, self._server)
+            self._threads.add(thread)
+        return thread
+
+    def close(self, timeout: float) -> None:
+        """Refuse new workers and join the running ones, ``timeout`` seconds in all."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            self._closed = True
+            threads = list(self._threads)
+        for thread in threads:
+            join_quietly(thread, max(0.05, deadline - time.monotonic()))
 
 
 def run_concurrently(

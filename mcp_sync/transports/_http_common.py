@@ -27,7 +27,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from .._threads import join_quietly, spawn
+from .._threads import Workers
 from .._version import __version__
 from ..exceptions import AuthorizationError, ConnectionClosed, MCPError, ProtocolError
 from ._sse_stream import SseEvent, TooLarge, UnsupportedEncoding, decoded_chunks, read_bounded, sse_events
@@ -182,7 +182,7 @@ class HttpBase:
         self.session.headers.update({"User-Agent": f"mcp-sync/{__version__}", "Accept-Encoding": "gzip, deflate"})
         self.session.headers.update(self.headers)  # H17: caller headers on every request, GET and DELETE too
         self._lock = threading.Lock()
-        self._threads: set[threading.Thread] = set()
+        self._workers = Workers(self.name)
         self._closing = False
         self._closed_event = threading.Event()
 
@@ -195,25 +195,11 @@ class HttpBase:
 
     def _spawn(self, target: Callable[[], None], role: str) -> None:
         """Start a worker that close() will join. Raises ConnectionClosed after close()."""
-
-        def run() -> None:
-            try:
-                target()
-            finally:
-                with self._lock:
-                    self._threads.discard(threading.current_thread())
-
-        with self._lock:
-            if self._closing:
-                raise ConnectionClosed("the HTTP transport is closed")
-            self._threads.add(spawn(run, role, self.name))
+        if self._closing or self._workers.spawn(target, role) is None:
+            raise ConnectionClosed("the HTTP transport is closed")
 
     def _join_threads(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            threads = list(self._threads)
-        for thread in threads:
-            join_quietly(thread, max(0.05, deadline - time.monotonic()))
+        self._workers.close(timeout)
 
     # -- one exchange ------------------------------------------------------------------
 
