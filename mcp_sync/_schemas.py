@@ -1,7 +1,8 @@
 """Tool schema checks: call arguments against ``inputSchema``, results against ``outputSchema``.
 
 A tool's schemas come from the tools the client has listed (remembered by
-``list_tools``); a call to a tool not seen yet lists the tools once. Each
+``list_tools``); a call to a tool not seen yet lists the tools once, when there
+is something to check (arguments to validate, or a ``structuredContent``). Each
 schema is compiled once into a validator of its declared ``$schema`` dialect
 (2020-12 when none is declared) and kept in a bounded cache shared by every
 client. ``$ref`` is resolved only inside the schema itself and the dialects'
@@ -230,6 +231,13 @@ class ToolSchemas:
         mode = self.validate_output
         if mode is False or result.is_error:
             return
+        if tool is None and result.structured_content is None:
+            # Only a listed tool is checked for a missing structuredContent: listing just for
+            # that would cost a round trip on most calls (most tools return text only).
+            with self._lock:
+                tool = self._tools.get(name)
+            if tool is None:
+                return
         tool = tool or self._tool(client, name)
         if tool is None or tool.output_schema is None:
             return

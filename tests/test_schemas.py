@@ -210,3 +210,13 @@ def test_any_schema_gives_an_answer_never_an_exception(schema: dict[str, Any], i
     never raises out of call_tool, and never goes to the network."""
     found = mismatches(schema, instance, "x")
     assert found is None or all(isinstance(path, str) and path.startswith("$") for path, _ in found)
+
+
+def test_text_only_results_of_unlisted_tools_cost_no_listing() -> None:
+    """No structuredContent and a tool not listed yet: nothing to check without a listing, so none is
+    made (request counts of plain calls stay as they were); once listed, the missing result is caught."""
+    with schema_client(validate_output="strict") as client:
+        client.call_tool("weather", {"city": "x", "mode": "none"})  # unlisted: passes, no listing
+        assert client.call_tool("list_count").structured_content == {"n": 0}
+        with pytest.raises(mcp_sync.ProtocolError, match="no structuredContent"):
+            client.call_tool("weather", {"city": "x", "mode": "none"})
