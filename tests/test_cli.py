@@ -189,3 +189,19 @@ def test_console_script_is_declared() -> None:
 
     assert callable(entry_point)
     assert sys.modules["mcp_sync._cli"].__file__.startswith(str(ROOT))  # type: ignore[union-attr]
+
+
+def test_long_descriptions_wrap_under_their_column(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from mcp_sync._cli import table
+
+    monkeypatch.setenv("COLUMNS", "50")
+    out = io.StringIO()
+    table([("short", "word " * 30), ("a-much-longer-name", "two words")], out)
+    lines = out.getvalue().splitlines()
+    assert all(len(line) <= 50 for line in lines)
+    column = len("a-much-longer-name  ")
+    assert lines[0].startswith("short" + " " * (column - 5) + "word")
+    assert len(lines) > 3 and all(line.startswith(" " * column + "word") for line in lines[1:-1])
+    assert lines[-1] == "a-much-longer-name  two words"
