@@ -52,10 +52,29 @@ def _inline(text: str) -> str:
 
 
 def _signature(obj: Any) -> str:
+    """``(a: int, *, b: str = 'x') -> None``; one parameter a line when long."""
     try:
-        return str(inspect.signature(obj))
+        signature = inspect.signature(obj)
     except (TypeError, ValueError):
         return ""
+    params = [p for p in signature.parameters.values() if p.name not in ("self", "cls")]
+    text = str(signature.replace(parameters=params))
+    text = re.sub(r"(: |-> )'([^']*)'", r"\1\2", text)  # postponed annotations are strings: unquote them
+    if len(text) <= 100:
+        return text
+    head, _, tail = text.rpartition(")")
+    inner = head[1:]
+    parts, depth, current = [], 0, ""
+    for char in inner:  # split on top-level commas only
+        depth += char in "([{"
+        depth -= char in ")]}"
+        if char == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += char
+    parts.append(current.strip())
+    return "(\n" + "".join(f"    {part},\n" for part in parts if part) + ")" + tail
 
 
 def _members(cls: type) -> list[tuple[str, Any]]:

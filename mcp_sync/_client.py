@@ -24,7 +24,7 @@ from ._headers import HEADER_MISMATCH
 from ._hosted_tasks import TASK_METHODS, HostedTasks
 from ._lifecycle import Lifecycle, Negotiated
 from ._listing import ListingMixin
-from ._schemas import OutputMode, ToolSchemas
+from ._schemas import ToolSchemas
 from ._sentinels import USE_CLIENT_DEFAULT
 from ._subscriptions import Subscription, Subscriptions
 from ._tasks import TASKS_EXTENSION, Task, TasksMixin
@@ -150,7 +150,7 @@ class Client(ListingMixin, TasksMixin):
         sampling_tools: bool = False,
         host_tasks: bool = False,
         restart: bool = True,
-        validate_output: OutputMode = "warn",
+        validate_output: str | bool = "warn",
         validate_input: bool = False,
     ) -> None:
         if timeout is not None and timeout <= 0:
