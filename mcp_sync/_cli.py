@@ -363,6 +363,14 @@ def _in_worker(work: Callable[[], int], cancel: CancellationToken, on_interrupt:
     return int(outcome["status"])
 
 
+class _LogFormat(logging.Formatter):
+    """``mcp_sync: ...`` messages as they are; other loggers (server stderr, server logs) named."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        return message if message.startswith("mcp_sync:") else f"{record.name}: {message}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``mcp-sync`` command line; returns the exit status.
 
@@ -378,7 +386,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     args.words = [*getattr(args, "words", []), *extra]
     level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)]
-    logging.basicConfig(level=level, stream=sys.stderr, format="mcp-sync: %(name)s: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_LogFormat())
+    logging.basicConfig(level=level, handlers=[handler])
     needed = 1 if args.command in _NEEDS else 0
     cancel = CancellationToken()
     client: list[Client] = []
