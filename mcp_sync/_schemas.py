@@ -177,6 +177,7 @@ class ToolSchemas:
         self.validate_output = check_output_mode(validate_output)
         self.validate_input = bool(validate_input)
         self._lock = threading.Lock()
+        self._listing = threading.Lock()
         self._tools: dict[str, Tool] = {}
         self._listed_for: set[str] = set()  # names a listing was already made for and did not show
 
@@ -187,24 +188,35 @@ class ToolSchemas:
                 self._tools[tool.name] = tool
                 self._listed_for.discard(tool.name)
 
+    def _known(self, name: str) -> tuple[Tool | None, bool]:
+        """The remembered tool, and whether looking further is pointless."""
+        with self._lock:
+            tool = self._tools.get(name)
+            return tool, tool is not None or name in self._listed_for
+
     def _tool(self, client: Client, name: str) -> Tool | None:
-        with self._lock:
-            tool = self._tools.get(name)
-            if tool is not None or name in self._listed_for:
-                return tool
-        try:
-            for listed in client.tools():  # remember() sees every page
-                if listed.name == name:
-                    break
-        except MCPError as exc:
-            log.debug("mcp_sync: listing tools to check %r failed: %s", name, exc)
-        with self._lock:
-            tool = self._tools.get(name)
-            if tool is None:
-                if len(self._listed_for) > 1000:  # bound it; a stale entry only costs one more listing
-                    self._listed_for.clear()
-                self._listed_for.add(name)
+        tool, settled = self._known(name)
+        if settled:
             return tool
+        # One listing at a time: threads making their first calls at once wait for one
+        # listing instead of each sending their own (bounded by the client's timeout).
+        with self._listing:
+            tool, settled = self._known(name)
+            if settled:
+                return tool
+            try:
+                for listed in client.tools():  # remember() sees every page
+                    if listed.name == name:
+                        break
+            except MCPError as exc:
+                log.debug("mcp_sync: listing tools to check %r failed: %s", name, exc)
+            with self._lock:
+                tool = self._tools.get(name)
+                if tool is None:
+                    if len(self._listed_for) > 1000:  # bound it; a stale entry only costs one more listing
+                        self._listed_for.clear()
+                    self._listed_for.add(name)
+                return tool
 
     def check_arguments(
         self, client: Client, name: str, tool: Tool | None, arguments: Mapping[str, Any], validate: bool | None

@@ -220,3 +220,19 @@ def test_text_only_results_of_unlisted_tools_cost_no_listing() -> None:
         assert client.call_tool("list_count").structured_content == {"n": 0}
         with pytest.raises(mcp_sync.ProtocolError, match="no structuredContent"):
             client.call_tool("weather", {"city": "x", "mode": "none"})
+
+
+def test_concurrent_first_calls_share_one_listing() -> None:
+    """Eight threads calling a fresh client at once: one tools/list between them, every result checked."""
+    import concurrent.futures
+
+    with schema_client(validate_output="strict") as client:
+        barrier = threading.Barrier(8)
+
+        def call(_: int) -> Any:
+            barrier.wait(5)
+            return client.call_tool("weather", {"city": "x"}).structured_content
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            assert list(pool.map(call, range(8))) == [{"temp": 21.5}] * 8
+        assert client.call_tool("list_count").structured_content == {"n": 1}
