@@ -29,6 +29,7 @@ from ._client import USE_CLIENT_DEFAULT, Client, ClientState
 from ._connect import connect
 from ._handlers import apply_defaults
 from ._lifecycle import LEGACY_VERSIONS, MODERN_VERSIONS
+from ._schemas import InvalidArguments
 from ._subscriptions import Subscription
 from ._tasks import Task
 from ._version import __version__
@@ -103,6 +104,7 @@ __all__ = [
     "ImageContent",
     "InitializeResult",
     "InputRequiredError",
+    "InvalidArguments",
     "MCPError",
     "OAuth",
     "Page",

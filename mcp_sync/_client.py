@@ -24,6 +24,7 @@ from ._headers import HEADER_MISMATCH
 from ._hosted_tasks import TASK_METHODS, HostedTasks
 from ._lifecycle import Lifecycle, Negotiated
 from ._listing import ListingMixin
+from ._schemas import ToolSchemas
 from ._sentinels import USE_CLIENT_DEFAULT
 from ._subscriptions import Subscription, Subscriptions
 from ._tasks import TASKS_EXTENSION, Task, TasksMixin
@@ -52,6 +53,7 @@ from .models import (
     Prompt,
     ReadResourceResult,
     ResourceTemplate,
+    Tool,
 )
 
 if TYPE_CHECKING:
@@ -148,6 +150,8 @@ class Client(ListingMixin, TasksMixin):
         sampling_tools: bool = False,
         host_tasks: bool = False,
         restart: bool = True,
+        validate_output: str | bool = "warn",
+        validate_input: bool = False,
     ) -> None:
         if timeout is not None and timeout <= 0:
             raise ValueError("timeout must be positive or None")
@@ -192,6 +196,7 @@ class Client(ListingMixin, TasksMixin):
         # x-mcp-header (H8): each listed tool's inputSchema, for mirroring call arguments into headers
         self._tool_schemas: dict[str, dict[str, Any]] = {}
         self._tool_schemas_lock = threading.Lock()
+        self._schemas = ToolSchemas(validate_output, validate_input)  # outputSchema/inputSchema checks
         self._state = ClientState.NEW
         self._engine: Engine | None = None
         self._negotiated: Negotiated | None = None
@@ -666,9 +671,10 @@ class Client(ListingMixin, TasksMixin):
 
     def call_tool(
         self,
-        name: str,
+        name: str | Tool,
         arguments: Mapping[str, Any] | None = None,
         *,
+        validate: bool | None = None,
         timeout: Any = USE_CLIENT_DEFAULT,
         progress: ProgressCallback | None = None,
         cancel: CancellationToken | None = None,
@@ -681,7 +687,11 @@ class Client(ListingMixin, TasksMixin):
 
         ``progress(progress, total, message)`` runs on the dispatch thread for
         each progress notification, all before this returns. ``raise_on_error``
-        turns an ``isError`` result into :class:`ToolError`.
+        turns an ``isError`` result into :class:`ToolError`. ``name`` may be a
+        :class:`Tool`. ``validate=True`` checks the arguments against the tool's
+        ``inputSchema`` first (:class:`InvalidArguments`, nothing sent; default:
+        the client's ``validate_input``); the result is checked against its
+        ``outputSchema`` as the client's ``validate_output`` says.
 
         Example::
 
@@ -689,7 +699,10 @@ class Client(ListingMixin, TasksMixin):
             print(result.text)
         """
         self._require("tools", "tools/call")
+        tool = name if isinstance(name, Tool) else None
+        name = tool.name if tool is not None else str(name)
         args = dict(arguments or {})
+        self._schemas.check_arguments(self, name, tool, args, validate)
 
         def send() -> dict[str, Any]:
             return self._send_with_input(
@@ -717,6 +730,7 @@ class Client(ListingMixin, TasksMixin):
             result = Task.from_wire(raw, "modern", self).wait(timeout=wait)
         else:
             result = CallToolResult.from_wire(raw)
+        self._schemas.check_result(self, name, tool, result)
         if raise_on_error and result.is_error:
             raise ToolError(f"tool {name!r} failed: {result.text[:200]}", result=result, method="tools/call")
         return result

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ._cache import ResultCache
     from ._engine import Engine
     from ._lifecycle import Negotiated
+    from ._schemas import ToolSchemas
 
 log = logging.getLogger("mcp_sync")
 
@@ -37,6 +38,7 @@ class ListingMixin:
         _negotiated: Negotiated | None
         _tool_schemas: dict[str, dict[str, Any]]
         _tool_schemas_lock: threading.Lock
+        _schemas: ToolSchemas
 
         def _require(self, capability: str, method: str) -> None: ...
 
@@ -104,7 +106,9 @@ class ListingMixin:
 
     def list_tools(self, cursor: str | None = None, **kwargs: Any) -> Page[Tool]:
         """One page of tools. Example: ``page = client.list_tools(); page.items, page.next_cursor``."""
-        return self._check_tool_headers(self._page("tools/list", "tools", Tool.from_wire, "tools", cursor, **kwargs))
+        page = self._check_tool_headers(self._page("tools/list", "tools", Tool.from_wire, "tools", cursor, **kwargs))
+        self._schemas.remember(page.items)  # for call_tool's schema checks
+        return page
 
     def _mirrors_param_headers(self) -> bool:
         """x-mcp-header applies on modern connections over a transport that mirrors it (HTTP, H8)."""
