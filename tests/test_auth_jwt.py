@@ -16,11 +16,11 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from test_auth import World
 
 import mcp_sync
 
 from httpkit import FakeServer, Reply, Request, json_reply
-from test_auth import World, follow
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -11,12 +11,12 @@ from typing import Any, Iterator
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from test_auth import World, follow
 
 import mcp_sync
 from mcp_sync.auth import REFRESH_MARGIN, refresh_due
 
 from httpkit import FakeServer, Reply, Request, json_reply
-from test_auth import World, follow
 
 pytestmark = pytest.mark.timeout(30)
 

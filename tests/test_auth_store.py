@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from test_auth import World, follow
 
 import mcp_sync
 from mcp_sync.auth import FileTokenStore
 
 from httpkit import FakeServer
-from test_auth import World, follow
 
 pytestmark = pytest.mark.timeout(30)
 
