@@ -6,9 +6,10 @@ Covered: every non-auth client scenario of 0.1.16, and of 0.2.0-alpha.12 the
 non-auth scenarios its 2026-07-28 requirements list, plus
 json-schema-2020-12-preservation. The auth scenarios (mcp_sync.OAuth) run as
 lines of their own, two at a time with a shorter client timeout (the mock
-authorization servers answer at once): every auth scenario of both suites
-except the extensions needing JWT signing (client-credentials-jwt,
-cross-app-access-complete-flow; no crypto library in our dependencies).
+authorization servers answer at once): every auth scenario of both suites,
+0.1.16's extensions included (client-credentials-jwt and
+cross-app-access-complete-flow need the ``jwt`` extra, which the test extra
+installs): all 26 client scenarios of 0.1.16.
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ LINES = {
             "auth/offline-access-scope",
             "auth/offline-access-not-supported",
             "auth/client-credentials-basic",
+            "auth/client-credentials-jwt",  # private_key_jwt (the jwt extra)
+            "auth/cross-app-access-complete-flow",  # RFC 8693 ID-JAG exchange, then the jwt-bearer grant
         ],
     ),
     "0.2.0-alpha.12@2026-07-28 auth": (  # the 25 auth scenarios of requirements/2026-07-28.yaml
@@ -116,7 +119,9 @@ def test_conformance_scenarios(line: str) -> None:
     if not SCRIPT.exists():
         pytest.skip(f"conformance runner not found at {SCRIPT} (set MCP_SYNC_CONFORMANCE_SCRIPT)")
     env_extra, scenarios = LINES[line]
-    env = {**os.environ, **env_extra}
+    # the client script runs from tests/conformance: make it import this checkout's mcp_sync
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, **env_extra, "PYTHONPATH": path}
     verdicts, output = run_suite(env, scenarios)
     assert set(verdicts) == set(scenarios), f"missing verdicts:\n{output}"
     failed = sorted(name for name, status in verdicts.items() if status != "PASS")
