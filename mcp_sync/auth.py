@@ -110,8 +110,9 @@ class TokenStore(Protocol):
     """Where :class:`OAuth` keeps what it learned, one JSON-serialisable dict per
     authorization server issuer (A3): ``{"client": {...}, "tokens": {resource: {...}}}``.
 
-    Implement it to persist registrations and tokens across runs; keep the
-    storage private to the user, it holds refresh tokens and client secrets (A11).
+    Implement it to persist registrations and tokens across runs (or use
+    :class:`FileTokenStore`); keep the storage private to the user, it holds
+    refresh tokens and client secrets (A11).
     Called with :class:`OAuth`'s flow lock held, from transport worker threads.
     """
 
