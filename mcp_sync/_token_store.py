@@ -10,7 +10,7 @@ import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 try:
     import fcntl
@@ -106,8 +106,15 @@ class FileTokenStore:
 
     def save(self, issuer: str, state: dict[str, Any]) -> None:
         """Store ``state`` for ``issuer``, keeping every other issuer's entry as it is on disk."""
-        encoded = json.loads(json.dumps(state))  # fails before touching the file if it is not JSON
+        self.update(issuer, lambda _: state)
+
+    def update(self, issuer: str, change: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        """Read, ``change`` and write back the entry of ``issuer`` under the lock, as one step:
+        another process saving meanwhile (say, tokens for another resource) loses nothing."""
         with self._locked():
             issuers = self._read()
-            issuers[issuer] = encoded
+            current = issuers.get(issuer)
+            state = change(current if isinstance(current, dict) else {})
+            issuers[issuer] = json.loads(json.dumps(state))  # a copy, and only JSON gets in
             self._write(issuers)
+        return state

@@ -114,6 +114,8 @@ class TokenStore(Protocol):
     :class:`FileTokenStore`); keep the storage private to the user, it holds
     refresh tokens and client secrets (A11).
     Called with :class:`OAuth`'s flow lock held, from transport worker threads.
+    A store may also offer ``update(issuer, change)`` (read, change, write as one
+    step, as :class:`FileTokenStore` does); OAuth then uses it for every write.
     """
 
     def load(self, issuer: str) -> dict[str, Any] | None: ...
@@ -639,11 +641,21 @@ class OAuth:
             "expires_at": now + float(expires_in) if timed else None,  # type: ignore[arg-type]
             "scopes": scopes,
         }
-        state = self.token_store.load(context.issuer) or {}
-        state["client"] = client
-        state.setdefault("tokens", {})[context.resource] = tokens
-        self.token_store.save(context.issuer, state)  # A3: per issuer, never shared across them
+        def change(state: dict[str, Any]) -> dict[str, Any]:
+            state["client"] = client
+            state.setdefault("tokens", {})[context.resource] = tokens
+            return state
+
+        self._update_store(context.issuer, change)  # A3: per issuer, never shared across them
         self._activate(context, tokens)
+
+    def _update_store(self, issuer: str, change: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Read-change-write of one issuer's entry; atomic across processes where the store can do it."""
+        update = getattr(self.token_store, "update", None)
+        if callable(update):
+            update(issuer, change)
+        else:
+            self.token_store.save(issuer, change(self.token_store.load(issuer) or {}))
 
     def _activate(self, context: _Context, tokens: dict[str, Any]) -> None:
         with self._lock:
@@ -705,9 +717,7 @@ class OAuth:
         if method != "none" and not secret:
             method = "none"
         client = {"client_id": registration["client_id"], "client_secret": secret, "auth_method": method}
-        state = self.token_store.load(context.issuer) or {}
-        state["client"] = client
-        self.token_store.save(context.issuer, state)
+        self._update_store(context.issuer, lambda state: {**state, "client": client})
         return client
 
     def _endpoint(self, context: _Context, name: str, step: str) -> str:

@@ -135,6 +135,32 @@ def test_processes_lose_no_update(tmp_path: Path) -> None:
     assert len(json.loads(Path(path).read_text())["issuers"]) == 4 * 25
 
 
+def _process_updater(path: str, worker: int, count: int) -> None:
+    store = FileTokenStore(path)
+    for n in range(count):
+        resource = f"https://mcp-{worker}/{n}"
+
+        def add(state: dict[str, Any], resource: str = resource) -> dict[str, Any]:
+            state.setdefault("tokens", {})[resource] = {"access_token": "t"}
+            return state
+
+        store.update("https://one-issuer", add)
+
+
+def test_processes_updating_one_issuer_lose_no_resource(tmp_path: Path) -> None:
+    """What OAuth does when tokens for several servers of one authorization server are saved at
+    once by several processes: a read-change-write per save, one step under the file lock."""
+    path = str(tmp_path / "tokens.json")
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_process_updater, args=(path, w, 20)) for w in range(4)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(20)
+    assert [proc.exitcode for proc in procs] == [0, 0, 0, 0]
+    assert len(FileTokenStore(path).load("https://one-issuer")["tokens"]) == 4 * 20  # type: ignore[index]
+
+
 # -- with OAuth ------------------------------------------------------------------------------------
 
 
