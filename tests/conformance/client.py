@@ -17,8 +17,10 @@ Scenarios named ``auth/*`` connect with :class:`mcp_sync.OAuth`: the mock
 authorization servers approve at once, so ``on_authorize`` stands in for the
 browser by requesting the authorization URL without following its redirect and
 returning the ``Location``; the context's ``client_id``/``client_secret``
-(pre-registration, client credentials) are used when given, and the Client ID
-Metadata Document URL is the one the suite expects. A refused flow raises
+(pre-registration, client credentials) or ``private_key_pem`` (private_key_jwt)
+are used when given, an ``idp_id_token`` selects cross-app access (exchanged at
+``idp_token_endpoint``), and the Client ID Metadata Document URL is the one the
+suite expects. A refused flow raises
 AuthorizationError while connecting, so the process exits 1: the scenarios
 that test a refusal allow (expect) that.
 """
