@@ -4,6 +4,7 @@ loopback server that catches the redirect."""
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import threading
 import time
@@ -104,9 +105,13 @@ def browser_authorize(
         def log_message(self, *args: Any) -> None:  # the query holds the code: never log it
             pass
 
-    host = target.hostname or "127.0.0.1"
+    host = (target.hostname or "127.0.0.1").strip("[]")
+
+    class Server(HTTPServer):
+        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
     try:
-        server = HTTPServer((host.strip("[]"), port), Handler)
+        server = Server((host, port), Handler)
     except OSError as exc:
         raise failure(AUTHORIZATION, endpoint, f"cannot listen on {redirect_uri}: {exc.strerror or exc}") from exc
     server.timeout = 0.2  # handle_request wakes up this often to look at the deadline

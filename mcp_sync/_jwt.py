@@ -47,7 +47,9 @@ class SigningKey:
     The key material never appears in ``repr``.
     """
 
-    def __init__(self, key: str | bytes | Mapping[str, Any], algorithm: str | None = None, key_id: str | None = None):
+    def __init__(
+        self, key: str | bytes | Mapping[str, Any], algorithm: str | None = None, key_id: str | None = None
+    ) -> None:
         if algorithm is not None and algorithm not in ALGORITHMS:
             raise ValueError(f"signing algorithm must be one of {ALGORITHMS}, not {algorithm!r}")
         self._source = key

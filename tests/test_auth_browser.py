@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import io
+import socket
 import threading
 import time
 import webbrowser
@@ -73,8 +74,11 @@ def authorization_url(server: FakeServer, redirect_uri: str, state: str = "st4te
     return f"http://127.0.0.1:{server.port}/authorize?" + urlencode({"redirect_uri": redirect_uri, "state": state})
 
 
-def test_catches_the_redirect(browser: Browser, authorization_server: FakeServer) -> None:
-    redirect_uri = f"http://127.0.0.1:{free_port()}/callback"
+@pytest.mark.parametrize("host", ["127.0.0.1", "[::1]"])
+def test_catches_the_redirect(browser: Browser, authorization_server: FakeServer, host: str) -> None:
+    if host == "[::1]" and not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    redirect_uri = f"http://{host}:{free_port()}/callback"
     landed = browser_authorize(authorization_url(authorization_server, redirect_uri), timeout=5)
     assert landed == f"{redirect_uri}?code=the-code&state=st4te"
     browser.join()
