@@ -41,6 +41,7 @@ from .exceptions import (
     ClientStateError,
     ConnectionClosed,
     InputRequiredError,
+    InsufficientScopeError,
     MCPError,
     PaginationLimitError,
     ProtocolError,
@@ -77,7 +78,7 @@ from .models import (
 )
 
 if TYPE_CHECKING:
-    from .auth import OAuth
+    from .auth import FileTokenStore, OAuth, browser_authorize
 
 logging.getLogger("mcp_sync").addHandler(logging.NullHandler())
 
@@ -100,10 +101,12 @@ __all__ = [
     "ContentBlock",
     "DiscoverResult",
     "EmbeddedResource",
+    "FileTokenStore",
     "GetPromptResult",
     "ImageContent",
     "InitializeResult",
     "InputRequiredError",
+    "InsufficientScopeError",
     "InvalidArguments",
     "MCPError",
     "OAuth",
@@ -131,15 +134,24 @@ __all__ = [
     "UnsupportedProtocolVersionError",
     "__version__",
     "apply_defaults",
+    "browser_authorize",
     "connect",
 ]
 
 
-def __getattr__(name: str) -> object:
-    # OAuth loads on first use (hashlib, secrets and the flow code are not needed by
-    # clients without it): keeps ``import mcp_sync`` light.
-    if name == "OAuth":
-        from .auth import OAuth
+_LAZY_AUTH = ("OAuth", "FileTokenStore", "browser_authorize")
 
-        return OAuth
+
+def __getattr__(name: str) -> object:
+    # OAuth and its helpers load on first use (hashlib, secrets and the flow code are not
+    # needed by clients without it): keeps ``import mcp_sync`` light. ``mcp_sync.auth``
+    # (the module) is importable as usual.
+    if name in _LAZY_AUTH:
+        from . import auth
+
+        return getattr(auth, name)
+    if name == "auth":
+        import importlib
+
+        return importlib.import_module(".auth", __name__)
     raise AttributeError(f"module 'mcp_sync' has no attribute {name!r}")

@@ -15,7 +15,8 @@
     ├── PaginationLimitError         max_pages pages walked, or a cursor repeated
     ├── InputRequiredError           the server asked for input no handler can give
     ├── ToolError                    call_tool(raise_on_error=True) got an isError result
-    ├── AuthorizationError           OAuth failed or was refused
+    ├── AuthorizationError           OAuth failed or was refused (.step .url)
+    │   └── InsufficientScopeError   step-up authorizations did not get the scope (.scope)
     └── ClientStateError             misuse: a request on a closed client (also a RuntimeError)
 
     ServerRequestError               raised by *handlers* to answer the server with an error
@@ -259,13 +260,60 @@ class ToolError(MCPError):
 class AuthorizationError(MCPError):
     """OAuth failed or the server refused the credentials.
 
+    ``step`` names the part of the OAuth flow that failed (``"discovery"``,
+    ``"registration"``, ``"authorization"`` or ``"token"``; None when the
+    error is not from :class:`mcp_sync.OAuth`) and ``url`` the URL it failed
+    at. Neither the message nor these attributes ever hold a secret or token.
+
     Example::
 
         try:
             client = mcp_sync.connect("https://example.com/mcp")
         except mcp_sync.AuthorizationError as e:   # e.g. HTTP 401 or 403
-            print("not authorized:", e)
+            print("not authorized:", e, e.step, e.url)
     """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        step: str | None = None,
+        url: str | None = None,
+        method: str | None = None,
+        request_id: Any = None,
+    ) -> None:
+        super().__init__(message, method=method, request_id=request_id)
+        self.step = step
+        self.url = url
+
+
+class InsufficientScopeError(AuthorizationError):
+    """The server still answers ``403 insufficient_scope`` after the allowed step-up
+    authorizations: the user (or the client's registration) cannot get the scope.
+
+    ``scope`` is what the server asked for last, ``error_description`` its explanation
+    (either may be None).
+
+    Example::
+
+        try:
+            client.call_tool("delete_repo", {"name": "x"})
+        except mcp_sync.InsufficientScopeError as e:
+            print("needs scope", e.scope, "-", e.error_description)
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        scope: str | None = None,
+        error_description: str | None = None,
+        step: str | None = "authorization",
+        url: str | None = None,
+    ) -> None:
+        super().__init__(message, step=step, url=url)
+        self.scope = scope
+        self.error_description = error_description
 
 
 class ClientStateError(MCPError, RuntimeError):

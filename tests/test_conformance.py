@@ -8,9 +8,10 @@ Covered: every non-auth client scenario of 0.1.16, and of 0.2.0-alpha.12 the
 non-auth scenarios its 2026-07-28 requirements list, plus
 json-schema-2020-12-preservation. The auth scenarios (mcp_sync.OAuth) run as
 lines of their own, two at a time with a shorter client timeout (the mock
-authorization servers answer at once): every auth scenario of both suites
-except the extensions needing JWT signing (client-credentials-jwt,
-cross-app-access-complete-flow; no crypto library in our dependencies).
+authorization servers answer at once): every auth scenario of both suites,
+0.1.16's extensions included (client-credentials-jwt and
+cross-app-access-complete-flow need the ``jwt`` extra, which the test extra
+installs): all 26 client scenarios of 0.1.16.
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ LINES = {
             "auth/offline-access-scope",
             "auth/offline-access-not-supported",
             "auth/client-credentials-basic",
+            "auth/client-credentials-jwt",  # private_key_jwt (the jwt extra)
+            "auth/cross-app-access-complete-flow",  # RFC 8693 ID-JAG exchange, then the jwt-bearer grant
         ],
     ),
     "0.2.0-alpha.12@2026-07-28 auth": (  # the 25 auth scenarios of requirements/2026-07-28.yaml
