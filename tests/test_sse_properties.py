@@ -27,8 +27,23 @@ pytestmark = pytest.mark.timeout(120)
 PROFILE = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 #: Bytes that make SSE interesting: field names, separators, every line end, a BOM, NUL, UTF-8.
-ALPHABET = [b"data", b"event", b"id", b"retry", b":", b" ", b"\r", b"\n", b"\r\n", b"x", b"1", b"\xef\xbb\xbf",
-            b"\0", b"\xd9\xa1", b"\xff"]
+ALPHABET = [
+    b"data",
+    b"event",
+    b"id",
+    b"retry",
+    b":",
+    b" ",
+    b"\r",
+    b"\n",
+    b"\r\n",
+    b"x",
+    b"1",
+    b"\xef\xbb\xbf",
+    b"\0",
+    b"\xd9\xa1",
+    b"\xff",
+]
 stream_bytes = st.lists(st.sampled_from(ALPHABET) | st.binary(max_size=8), max_size=60).map(b"".join)
 
 
@@ -66,7 +81,9 @@ line_text = st.text(alphabet=st.characters(blacklist_characters="\r\n", blacklis
 field_lines = st.lists(
     st.one_of(
         st.just(""),
-        st.builds(lambda name, value: f"{name}:{value}", st.sampled_from(["data", "event", "id", "retry", ""]), line_text),
+        st.builds(
+            lambda name, value: f"{name}:{value}", st.sampled_from(["data", "event", "id", "retry", ""]), line_text
+        ),
         line_text,
     ),
     max_size=30,

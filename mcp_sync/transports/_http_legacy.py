@@ -14,8 +14,8 @@ import threading
 from typing import Any, Iterator, Mapping
 
 from ..exceptions import ConnectionClosed, MCPError, ProtocolError, SessionExpiredError
-from ._http_common import STREAM_ERRORS, Aborted, HttpBase, Slot, content_type
-from ._sse_stream import TooLarge
+from ._http_common import STREAM_ERRORS, Aborted, HttpBase, Slot, content_type, describe_failure
+from ._sse_stream import BadBody
 from .base import MessageSink
 
 log = logging.getLogger("mcp_sync.http")
@@ -120,7 +120,7 @@ class LegacySession(HttpBase):
                     if self._sink is not None:
                         self._sink.message(answer)
                 raise ProtocolError("initialize (new session): no answer")
-            except (TooLarge, *STREAM_ERRORS) as exc:
+            except (BadBody, *STREAM_ERRORS) as exc:
                 raise ProtocolError(f"initialize (new session): {exc}") from exc
             finally:
                 slot.finish()
@@ -167,7 +167,7 @@ class LegacySession(HttpBase):
                                 retry_ms = event.retry_ms if event.retry_ms is not None else retry_ms
                                 if event.data:
                                     self._deliver_text(event.data, None, None)
-                    except TooLarge as exc:
+                    except BadBody as exc:
                         log.warning("mcp_sync: GET stream of %s: %s", self.name, exc)
                     except STREAM_ERRORS:
                         pass
@@ -200,7 +200,7 @@ class LegacySession(HttpBase):
             if response.status_code not in (200, 202, 204, 404, 405):
                 log.debug("mcp_sync: DELETE of the session answered HTTP %s", response.status_code)
         except Exception as exc:  # closing never fails on a server that went away
-            log.debug("mcp_sync: DELETE of the session failed: %s", exc)
+            log.debug("mcp_sync: DELETE of the session failed: %s", describe_failure(exc))
 
     def _legacy_version(self) -> str | None:
         version = self._protocol_version

@@ -180,6 +180,7 @@ def _line_ends(chunk: bytes, start: int) -> Iterator[tuple[int, int]]:
         if lf != -1 and lf < after:
             lf = chunk.find(b"\n", after)
 
+
 #: The longest reconnection delay a server may ask for; anything longer is clamped to it.
 MAX_RETRY_MS = 60_000
 

@@ -32,15 +32,17 @@ from .._headers import encode_header_value
 from ..exceptions import ConnectionClosed, MCPError, ProtocolError, SessionExpiredError
 from ._http_common import (
     DEFAULT_MAX_BYTES,
+    SAFE_TO_RESEND,
     STREAM_ERRORS,
     Aborted,
     Slot,
     content_type,
+    describe_failure,
     jsonrpc_error,
     origin,
 )
 from ._http_legacy import DEFAULT_RETRY_S, LegacySession, dumps
-from ._sse_stream import TooLarge
+from ._sse_stream import BadBody
 from .base import MessageSink
 from .sse import SseTransport
 
@@ -221,7 +223,9 @@ class HttpTransport(LegacySession):
         if version is not None and self._era is None and cached_era(self.url) in ("legacy", "sse"):
             self._relied_on_cache = True
             if self._sink is not None:  # section 4 step 7: skip a probe this origin already failed
-                self._sink.fail(request_id, ProtocolError(f"{self.url} is a legacy server (cached for its origin)"))
+                self._sink.fail(
+                    request_id, ProtocolError(f"{self.safe_url} is a legacy server (cached for its origin)")
+                )
             return
         slot = Slot()
         with self._lock:
@@ -303,7 +307,7 @@ class HttpTransport(LegacySession):
             slot,
             headers=self._post_headers(message, extra, version, session_id),
             body=dumps(message),
-            unsent_only=method == "tools/call",
+            safe_to_resend=method in SAFE_TO_RESEND,
         )
         try:
             status = response.status_code
@@ -333,9 +337,11 @@ class HttpTransport(LegacySession):
                 self._read_post_stream(message, response, slot, version is not None)
             elif kind == "application/json" or kind.endswith("+json"):
                 if not self._deliver(self.read_json(response), request_id, method):
-                    raise ProtocolError(f"{method}: the JSON body from {self.url} is not the answer")
+                    raise ProtocolError(f"{method}: the JSON body from {self.safe_url} is not the answer")
             else:
-                raise ProtocolError(f"{method}: HTTP {status} from {self.url} with Content-Type {kind!r} and no answer")
+                raise ProtocolError(
+                    f"{method}: HTTP {status} from {self.safe_url} with Content-Type {kind!r} and no answer"
+                )
         finally:
             slot.finish()
             response.close()
@@ -379,18 +385,18 @@ class HttpTransport(LegacySession):
                         retry_ms = event.retry_ms if event.retry_ms is not None else retry_ms
                         if event.data and self._deliver_text(event.data, request_id, method):
                             return
-                except TooLarge as exc:
+                except BadBody as exc:
                     raise ProtocolError(f"{method}: {exc}") from exc
                 except STREAM_ERRORS as exc:
                     if slot.aborted or self._closing:
                         raise Aborted from exc
-                    log.debug("mcp_sync: the %s stream broke: %s", method, exc)
+                    log.debug("mcp_sync: the %s stream broke: %s", method, describe_failure(exc))
                 if slot.aborted or self._closing:
                     raise Aborted
                 if modern or last_id is None or attempts >= self.max_resume_attempts:
                     why = " (modern streams are not resumable, H13)" if modern else ""
                     raise ConnectionClosed(
-                        f"{method}: the response stream from {self.url} ended before the answer{why}"
+                        f"{method}: the response stream from {self.safe_url} ended before the answer{why}"
                     )
                 attempts += 1
                 slot.sleep(retry_ms / 1000 if retry_ms is not None else DEFAULT_RETRY_S)
@@ -475,8 +481,8 @@ class HttpTransport(LegacySession):
             try:
                 if response.status_code == 200 and content_type(response) == "text/event-stream":
                     first = next((e.event for e in self.events(response) if e.data), None)
-            except (TooLarge, *STREAM_ERRORS) as exc:
-                log.debug("mcp_sync: probing %s for HTTP+SSE: %s", self.url, exc)
+            except (BadBody, *STREAM_ERRORS) as exc:
+                log.debug("mcp_sync: probing %s for HTTP+SSE: %s", self.safe_url, describe_failure(exc))
             finally:
                 slot.finish()
                 response.close()
@@ -486,7 +492,7 @@ class HttpTransport(LegacySession):
                     self._sink.message({"jsonrpc": "2.0", "id": init["id"], "error": rpc_error})
                     return
                 raise ProtocolError(
-                    f"initialize: HTTP {status} from {self.url}, and a GET there opens no HTTP+SSE stream "
+                    f"initialize: HTTP {status} from {self.safe_url}, and a GET there opens no HTTP+SSE stream "
                     f"(first event: {first!r}); is this an MCP endpoint?"
                 )
         delegate = SseTransport(
@@ -505,7 +511,7 @@ class HttpTransport(LegacySession):
                 raise Aborted
             self._delegate = delegate
         _remember_era(self.url, "sse")
-        log.info("mcp_sync: %s has no Streamable HTTP; using the HTTP+SSE transport (2024-11-05)", self.url)
+        log.info("mcp_sync: %s has no Streamable HTTP; using the HTTP+SSE transport (2024-11-05)", self.safe_url)
         delegate.send(init)
 
     # -- headers -------------------------------------------------------------------------------
@@ -533,4 +539,4 @@ class HttpTransport(LegacySession):
         return headers
 
     def __repr__(self) -> str:
-        return f"<HttpTransport {self.url!r} era={self._era} session={self._session_id!r}>"
+        return f"<HttpTransport {self.safe_url!r} era={self._era} session={self._session_id!r}>"
