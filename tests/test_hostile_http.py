@@ -22,7 +22,7 @@ from mcp_sync.transports import http as http_module
 from mcp_sync.transports.http import HttpTransport
 from mcp_sync.transports.sse import SseTransport
 
-from httpkit import FakeServer, Reply, Request, result, sse_reply
+from httpkit import FakeServer, Reply, Request, json_reply, result, sse_reply
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -478,3 +478,69 @@ def test_legacy_and_sse_tools_call_answered_503_is_sent_once(no_leaks: None) -> 
             transport.close()
         assert posts.count("tools/call") == 1
         assert isinstance(sink.failures[0][1], mcp_sync.ProtocolError)
+
+
+# -- #9.8: a session the server forgot is renewed, and the refused request sent again ------------
+
+
+def test_tools_call_refused_for_an_unknown_session_is_sent_again(no_leaks: None) -> None:
+    """404 on a legacy session means the server refused the request (it did not run it): a new
+    session is opened and the tools/call sent once more; its answer reaches the caller."""
+    with FakeServer("legacy") as fake, mcp_sync.Client.http(fake.url, mode="legacy") as client:
+        client.connect()
+        fake.sessions.clear()  # the server forgets every session
+        started = time.monotonic()
+        assert json.loads(client.call_tool("echo", {"n": 1}, timeout=10).text) == {"n": 1}
+        assert time.monotonic() - started < 5.0
+        first, second = fake.seen("tools/call")
+        assert first.headers["mcp-session-id"] != second.headers["mcp-session-id"]
+        assert len(fake.seen("initialize")) == 2
+
+
+def test_400_no_valid_session_is_recognised(no_leaks: None) -> None:
+    """A 400 whose JSON-RPC error says the session is unknown (server-everything's wording)
+    also renews the session; any other 400 does not."""
+    refused = {"jsonrpc": "2.0", "error": {"code": -32000, "message": "Bad Request: No valid session ID provided"}}
+    other = {"jsonrpc": "2.0", "id": None, "error": {"code": -32602, "message": "Bad Request: invalid params"}}
+
+    with FakeServer("legacy") as fake, mcp_sync.Client.http(fake.url, mode="legacy") as client:
+        client.connect()
+        stale = set(fake.sessions)
+
+        def override(request: Request) -> Reply | None:
+            if request.method == "POST" and request.headers.get("mcp-session-id") in stale:
+                return json_reply(refused if request.rpc_method == "tools/call" else other, 400)
+            return None
+
+        fake.override = override
+        assert json.loads(client.call_tool("echo", {"n": 2}, timeout=10).text) == {"n": 2}
+        assert len(fake.seen("tools/call")) == 2
+        stale = set(fake.sessions)
+        with pytest.raises(mcp_sync.MCPError):
+            client.list_tools(timeout=5)  # 400 "invalid params": not about the session
+        assert len(fake.seen("initialize")) == 2
+
+
+def test_server_everything_restarted_under_the_client(everything_js: Any, no_leaks: None) -> None:
+    """server-everything restarted on the same port forgets every session and answers 400
+    "No valid session ID provided": the client renews the session by itself and the call
+    (a tools/call) succeeds; the GET stream comes back on the new session too."""
+    from conftest import free_port, running_server
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    command = ["node", str(everything_js), "streamableHttp"]
+    with running_server(command, port, env={"PORT": str(port)}):
+        client = mcp_sync.Client.http(url, timeout=20)
+        client.connect()
+        assert client.call_tool("echo", {"message": "before"}).text == "Echo: before"
+        first_session = client._engine.transport.session_id  # type: ignore[union-attr]
+    try:
+        with running_server(command, port, env={"PORT": str(port)}):
+            started = time.monotonic()
+            assert client.call_tool("echo", {"message": "after"}, timeout=20).text == "Echo: after"
+            assert time.monotonic() - started < 10.0
+            assert client._engine.transport.session_id not in (None, first_session)  # type: ignore[union-attr]
+            assert client.call_tool("echo", {"message": "again"}).text == "Echo: again"
+    finally:
+        client.close()

@@ -29,7 +29,7 @@ import threading
 from typing import Any, Mapping
 
 from .._headers import encode_header_value
-from ..exceptions import ConnectionClosed, MCPError, ProtocolError, SessionExpiredError
+from ..exceptions import ConnectionClosed, MCPError, ProtocolError
 from ._http_common import (
     DEFAULT_MAX_BYTES,
     SAFE_TO_RESEND,
@@ -41,7 +41,7 @@ from ._http_common import (
     jsonrpc_error,
     origin,
 )
-from ._http_legacy import DEFAULT_RETRY_S, LegacySession, dumps
+from ._http_legacy import DEFAULT_RETRY_S, LegacySession, dumps, session_refused
 from ._sse_stream import BadBody
 from .base import MessageSink
 from .sse import SseTransport
@@ -319,18 +319,18 @@ class HttpTransport(LegacySession):
                     return
                 if 200 <= status < 300:
                     self._session_id = response.headers.get("Mcp-Session-Id")
-            if status == 404 and session_id is not None and not resent:
+            body = None
+            if status == 400 and session_id is not None and not resent:
+                body = self.error_for(response, method)
+            if session_id is not None and not resent and (status == 404 or session_refused(status, body)):
+                # The server refused the request because it does not know the session (LG3): it did
+                # not run it, so once a new session is open it is sent again, tools/call included.
                 response.close()
                 self._renew_session(session_id)
-                if method == "tools/call":  # may have run: never repeated silently
-                    raise SessionExpiredError(
-                        "tools/call: the HTTP session expired (404) and the call is not safe to repeat; "
-                        "a new session is open, call again if intended (LG3)"
-                    )
                 self._request(message, extra, version, slot, resent=True)
                 return
             if not 200 <= status < 300:
-                self._fail_status(message, response, version)
+                self._fail_status(message, response, version, body)
                 return
             kind = content_type(response)
             if kind == "text/event-stream":
@@ -346,14 +346,16 @@ class HttpTransport(LegacySession):
             slot.finish()
             response.close()
 
-    def _fail_status(self, message: dict[str, Any], response: Any, version: str | None) -> None:
+    def _fail_status(
+        self, message: dict[str, Any], response: Any, version: str | None, body: tuple[Any, MCPError] | None = None
+    ) -> None:
         """An error status: a JSON-RPC error body becomes a ServerError; anything else raises.
 
         While probing (era unknown), only a recognized modern error counts as an
         answer; any other 4xx is a ProtocolError, so the lifecycle falls back to
         ``initialize`` (section 4 step 5).
         """
-        parsed, error = self.error_for(response, message["method"])
+        parsed, error = body if body is not None else self.error_for(response, message["method"])
         rpc_error = jsonrpc_error(parsed)
         status = response.status_code
         if rpc_error is not None and status not in (401, 403):
@@ -412,7 +414,7 @@ class HttpTransport(LegacySession):
     def _deliver_text(self, text: str, request_id: Any, method: str | None) -> bool:
         try:
             parsed = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             log.warning("mcp_sync: %s sent an SSE event that is not JSON (skipped): %.200r", self.name, text)
             return False
         return self._deliver(parsed, request_id, method)
@@ -448,7 +450,10 @@ class HttpTransport(LegacySession):
             )
             try:
                 status = response.status_code
-                if status == 404 and session_id is not None and not resent:
+                body = None
+                if status == 400 and session_id is not None and not resent:
+                    body = self.error_for(response, str(method or "response"))
+                if session_id is not None and not resent and (status == 404 or session_refused(status, body)):
                     if method is None:
                         return  # an answer to a request of the expired session: nobody waits for it
                     response.close()
@@ -456,7 +461,7 @@ class HttpTransport(LegacySession):
                     self._send_oneway(message, extra, version, resent=True)
                     return
                 if not 200 <= status < 300:
-                    raise self.error_for(response, str(method or "response"))[1]
+                    raise (body or self.error_for(response, str(method or "response")))[1]
             finally:
                 slot.finish()
                 response.close()

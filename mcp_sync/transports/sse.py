@@ -232,7 +232,7 @@ class SseTransport(HttpBase):
     def _deliver(self, data: str) -> None:
         try:
             message = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             log.warning("mcp_sync: %s sent an SSE event that is not JSON (skipped): %.200r", self.name, data)
             return
         if self._sink is not None:
