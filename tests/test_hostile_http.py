@@ -544,3 +544,22 @@ def test_server_everything_restarted_under_the_client(everything_js: Any, no_lea
             assert client.call_tool("echo", {"message": "again"}).text == "Echo: again"
     finally:
         client.close()
+
+
+# -- #9.17: messages for users --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("era", "error"),
+    [("modern", mcp_sync.ProtocolError), ("legacy", mcp_sync.ConnectionClosed)],  # modern: the probe's verdict
+)
+def test_connection_errors_speak_plainly(era: str, error: type[Exception], no_leaks: None) -> None:
+    """A refused connection says so, without the HTTP stack's class names and object reprs."""
+    with FakeServer(era) as fake:
+        url = fake.url + "?token=SECRET"
+    with pytest.raises(error) as failure:
+        mcp_sync.connect(url, mode=era, timeout=10)
+    text = str(failure.value)
+    assert "connection refused" in text
+    for internal in ("HTTPConnectionPool", "NewConnectionError", "urllib3", "object at 0x", "Max retries", "SECRET"):
+        assert internal not in text, text

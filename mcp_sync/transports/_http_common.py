@@ -198,7 +198,7 @@ def describe_failure(exc: BaseException) -> str:
         if isinstance(current, (requests.exceptions.InvalidHeader, urllib3.exceptions.InvalidHeader)):
             return f"the server's answer has a malformed header: {current}"
         if isinstance(current, http.client.HTTPException) and not isinstance(current, http.client.IncompleteRead):
-            return f"the server's answer is not valid HTTP ({type(current).__name__})"
+            return "the server's answer is not valid HTTP"
         if isinstance(current, TimeoutError):
             return "timed out"
         if type(current) is OSError and current.errno is not None:
@@ -487,7 +487,7 @@ class HttpBase:
     def _follow_authorized(
         self, method: str, url: str, slot: Slot, headers: Mapping[str, str], body: bytes | None, timeout: float | None
     ) -> requests.Response:
-        """:meth:`_follow`, letting an OAuth-style ``auth`` answer 401/403 challenges (A7, A8 of the checklist).
+        """:meth:`_follow`, letting an OAuth-style ``auth`` answer 401/403 challenges.
 
         ``auth.handle_challenge(response, attempt)`` runs the authorization flow
         (or raises AuthorizationError) and returns True to have the request sent

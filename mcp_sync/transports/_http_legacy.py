@@ -1,5 +1,5 @@
 """Legacy Streamable HTTP sessions (2025-03-26 ... 2025-11-25), mixed into HttpTransport:
-renewing an expired session (LG3), the GET stream (LG5) and the DELETE at close (LG3).
+renewing an expired session, the GET stream and the DELETE at close (checklist LG3, LG5).
 
 Kept apart from :mod:`.http` so that module reads as the request path; this
 one only runs once an ``initialize`` has made the connection legacy.
@@ -77,7 +77,7 @@ class LegacySession(HttpBase):
         raise NotImplementedError
 
     def _renew_session(self, stale: str) -> None:
-        """The server forgot session ``stale``: replay initialize + initialized (LG3).
+        """The server forgot session ``stale``: replay initialize + initialized.
 
         Concurrent callers that hit the same 404 wait here and find it renewed.
         If it cannot be renewed the transport is finished (``sink.closed``).
@@ -158,7 +158,7 @@ class LegacySession(HttpBase):
             self._listening = False
 
     def _listen(self) -> None:
-        """The legacy GET stream (LG5): unsolicited server messages; 405 means none is offered.
+        """The legacy GET stream: unsolicited server messages; 405 means none is offered.
 
         A 404, or a 400 saying the session is unknown, means the server forgot the
         session (restarted, expired): the session is renewed here, once until the
@@ -227,7 +227,7 @@ class LegacySession(HttpBase):
                 self._listening = False
 
     def _delete_session(self) -> None:
-        """LG3: end the session; 404/405 (already gone, not allowed) are fine."""
+        """End the session; 404/405 (already gone, not allowed) are fine."""  # LG3
         try:
             response = self.session.delete(
                 self.url,

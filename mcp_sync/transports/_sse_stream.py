@@ -3,7 +3,7 @@ an SSE event parser with a per-event bound.
 
 Why not ``sseclient.SSEClient``: it drops events that carry no ``data``, but
 2025-11-25 servers prime every stream with exactly such an event (an ``id``
-and empty data) and announce ``retry:`` the same way (LG6), and both must be
+and empty data) and announce ``retry:`` the same way, and both must be
 remembered to resume a stream. Its buffering is also unbounded. The parser
 here follows the WHATWG event-stream rules and yields every event block,
 data or not.

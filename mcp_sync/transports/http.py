@@ -5,21 +5,25 @@ transport only frames it):
 
 * a message whose ``params._meta`` carries ``io.modelcontextprotocol/protocolVersion``
   is **modern** (2026-07-28): its own POST with ``MCP-Protocol-Version``,
-  ``Mcp-Method`` and ``Mcp-Name`` (H1-H7); no session, no GET stream (H15);
-  cancelling closes its response stream (H14);
+  ``Mcp-Method`` and ``Mcp-Name``; no session, no GET stream;
+  cancelling closes its response stream;
 * an ``initialize`` switches to **legacy** (2025-03-26 ... 2025-11-25): the
-  ``Mcp-Session-Id`` it returns goes on every later request (LG3) with the
-  negotiated ``MCP-Protocol-Version`` (LG2), a GET stream carries unsolicited
-  server messages (LG5), broken streams resume with ``Last-Event-ID`` (LG6),
-  a 404 on a session starts a new one (LG3) and ``close()`` DELETEs it;
+  ``Mcp-Session-Id`` it returns goes on every later request with the
+  negotiated ``MCP-Protocol-Version``, a GET stream carries unsolicited
+  server messages, broken streams resume with ``Last-Event-ID``, a request
+  the server refuses for an unknown session is sent again on a new session,
+  and ``close()`` DELETEs it;
 * an ``initialize`` refused with 400/404/405 where a GET opens an SSE stream
-  whose first event is ``endpoint`` switches to :class:`SseTransport` (LG14).
+  whose first event is ``endpoint`` switches to :class:`SseTransport`.
 
 Threads (daemon, joined by ``close()``): ``mcp_sync-http-<server>``, one per
 request in flight (``send`` never blocks for an answer); ``mcp_sync-listen-<server>``
 for the legacy GET stream. Notifications and responses are POSTed on the
 calling thread, so they reach the server in the order they were sent.
 """
+
+# Checklist items (../shared/spec/client-checklist.md): modern H1-H7, H12-H15; legacy LG2, LG3,
+# LG5, LG6; the HTTP+SSE fallback LG14.
 
 from __future__ import annotations
 
@@ -114,7 +118,7 @@ class HttpTransport(LegacySession):
 
     ``headers`` go on every request (POST, GET stream, DELETE); ``auth`` is a
     ``requests`` auth object or a callable ``(PreparedRequest) -> PreparedRequest``
-    applied to every request (H17). ``max_message_bytes`` bounds a body after
+    applied to every request. ``max_message_bytes`` bounds a body after
     decompression and each SSE event. Thread-safe: ``send`` may be called from
     any number of threads; one ``requests.Session`` is shared by all of them.
 
@@ -126,7 +130,7 @@ class HttpTransport(LegacySession):
         # usually simply: mcp_sync.Client.http("http://127.0.0.1:8000/mcp")
     """
 
-    #: The client mirrors x-mcp-header parameters (H8) only on this transport.
+    #: The client mirrors x-mcp-header parameters only on this transport (checklist H8).
     mirrors_param_headers = True
 
     def __init__(
@@ -184,7 +188,7 @@ class HttpTransport(LegacySession):
         self._sink = sink
 
     def configure(self, *, era: str, protocol_version: str) -> None:
-        """Told the era once decided: legacy requests now carry ``MCP-Protocol-Version`` (LG2).
+        """Told the era once decided: legacy requests now carry ``MCP-Protocol-Version``.
 
         On a legacy session, wait (at most ``LISTEN_READY_WAIT`` s) until the GET stream
         the handshake started has answered, so that what the server announces right
@@ -238,7 +242,8 @@ class HttpTransport(LegacySession):
             raise
 
     def abort(self, request_id: Any) -> bool:
-        """Modern: close the request's stream, which *is* the cancellation (H14). Legacy: False (LG6)."""
+        """Modern: close the request's stream, which *is* the cancellation. Legacy: False (the
+        engine sends notifications/cancelled)."""  # H14, LG6
         if self._delegate is not None:
             return self._delegate.abort(request_id)
         with self._lock:
@@ -251,7 +256,7 @@ class HttpTransport(LegacySession):
         return True
 
     def close(self) -> None:
-        """End every stream and request, join the threads, DELETE a legacy session (LG3). Idempotent."""
+        """End every stream and request, join the threads, DELETE a legacy session. Idempotent."""  # LG3
         with self._lock:
             if self._closing:
                 return
@@ -291,7 +296,7 @@ class HttpTransport(LegacySession):
         except Exception as exc:  # a bug must fail the request, not leave its caller waiting
             log.exception("mcp_sync: the HTTP transport failed on %s", message.get("method"))
             if self._sink is not None:
-                self._sink.fail(request_id, ProtocolError(f"internal error in the HTTP transport: {exc!r}"))
+                self._sink.fail(request_id, ProtocolError(f"internal error in the HTTP transport (logged): {exc}"))
         finally:
             with self._lock:
                 self._inflight.pop(request_id, None)
@@ -367,12 +372,12 @@ class HttpTransport(LegacySession):
         raise error
 
     def _read_post_stream(self, message: dict[str, Any], response: Any, slot: Slot, modern: bool) -> None:
-        """Deliver a POST's SSE stream until the answer (then close it, H12).
+        """Deliver a POST's SSE stream until the answer (then close it).
 
         Legacy streams that break are resumed with GET + ``Last-Event-ID``
-        after the server's ``retry`` delay, a bounded number of fruitless times
-        (LG6); modern streams are not resumable (H13), so the request fails.
-        """
+        after the server's ``retry`` delay, a bounded number of fruitless times;
+        modern streams are not resumable, so the request fails.
+        """  # H12, H13, LG6
         method, request_id = message["method"], message["id"]
         last_id: str | None = None
         retry_ms: int | None = None
@@ -396,7 +401,7 @@ class HttpTransport(LegacySession):
                 if slot.aborted or self._closing:
                     raise Aborted
                 if modern or last_id is None or attempts >= self.max_resume_attempts:
-                    why = " (modern streams are not resumable, H13)" if modern else ""
+                    why = " (a modern stream cannot be resumed)" if modern else ""  # H13
                     raise ConnectionClosed(
                         f"{method}: the response stream from {self.safe_url} ended before the answer{why}"
                     )
@@ -473,7 +478,7 @@ class HttpTransport(LegacySession):
     def _switch_to_sse(
         self, init: dict[str, Any], slot: Slot, status: int | None, refusal: tuple[Any, MCPError] | None
     ) -> None:
-        """``initialize`` found no Streamable HTTP: GET the URL; an ``endpoint`` event means HTTP+SSE (LG14).
+        """``initialize`` found no Streamable HTTP: GET the URL; an ``endpoint`` event means HTTP+SSE.
 
         If it is not HTTP+SSE either, the initialize fails with the server's own
         refusal: its JSON-RPC error (e.g. a modern-only server's -32022) or the status.

@@ -1,4 +1,4 @@
-"""The deprecated HTTP+SSE transport of protocol revision 2024-11-05 (LG14).
+"""The deprecated HTTP+SSE transport of protocol revision 2024-11-05.
 
 The client GETs the SSE URL; the server's first event, ``endpoint``, names the
 URL to POST every client message to; every server message, responses
@@ -123,7 +123,7 @@ class SseTransport(HttpBase):
             raise ConnectionClosed("the HTTP+SSE transport was closed") from exc
 
     def abort(self, request_id: Any) -> bool:
-        """No per-request stream here: the engine sends notifications/cancelled (LG6)."""
+        """No per-request stream here: the engine sends notifications/cancelled."""  # LG6
         return False
 
     def close(self) -> None:
