@@ -563,3 +563,37 @@ def test_connection_errors_speak_plainly(era: str, error: type[Exception], no_le
     assert "connection refused" in text
     for internal in ("HTTPConnectionPool", "NewConnectionError", "urllib3", "object at 0x", "Max retries", "SECRET"):
         assert internal not in text, text
+
+
+def test_close_releases_a_notification_post_the_server_never_answers(no_leaks: None) -> None:
+    """HTTP+SSE: a notification is POSTed on the calling thread; a server that never answers it
+    must not hold that thread past close() (the POST was not abortable, with no read timeout)."""
+    release = threading.Event()
+
+    def override(request: Request) -> Reply | None:
+        if request.method == "GET":
+            return Reply(200, {"Content-Type": "text/event-stream"}, endless_sse(b"event: endpoint\ndata: /msg\n\n"))
+        release.wait(20)
+        return Reply(202)
+
+    with FakeServer("legacy") as fake:
+        fake.override = override
+        transport = SseTransport(fake.url)
+        transport.start(Sink())
+        errors: list[Exception] = []
+
+        def notify() -> None:
+            try:
+                transport.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            except Exception as exc:
+                errors.append(exc)
+
+        sender = threading.Thread(target=notify)
+        sender.start()
+        time.sleep(0.3)
+        started = time.monotonic()
+        transport.close()
+        sender.join(2)
+        release.set()
+        assert not sender.is_alive() and time.monotonic() - started < 2.5
+        assert errors and isinstance(errors[0], mcp_sync.ConnectionClosed)

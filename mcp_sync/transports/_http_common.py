@@ -15,6 +15,7 @@ as soon as the headers are read.
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import errno
 import http.client
@@ -47,6 +48,8 @@ MAX_REDIRECTS = 5
 POOL_MAXSIZE = 64  # kept-alive connections per host
 ERROR_BODY_BYTES = 64 * 1024
 RETRY_AFTER_CAP = 30.0  # longer Retry-After: give up instead of stalling a caller
+#: Read timeout of a notification's or a response's POST: the server only acknowledges those.
+ONEWAY_TIMEOUT = 30.0
 MAX_CHALLENGES = 8  # backstop on 401/403 rounds per request; the auth object's own bound is lower
 #: Failures raised while sending a request or reading a body: socket errors, urllib3 wrappers
 #: (some reach the caller unwrapped by requests, e.g. a malformed header), a read on a closed file.
@@ -416,6 +419,7 @@ class HttpBase:
         self._workers = Workers(self.name)
         self._closing = False
         self._closed_event = threading.Event()
+        self._oneway: set[Slot] = set()  # exchanges on calling threads, aborted by close()
 
     @property
     def auth_context(self) -> Any:
@@ -433,6 +437,23 @@ class HttpBase:
         self._workers.close(timeout)
 
     # -- one exchange ------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _oneway_slot(self) -> Iterator[Slot]:
+        """A slot for an exchange made on the calling thread, aborted by close(); an exchange
+        cut short by close() raises ConnectionClosed."""
+        slot = Slot()
+        with self._lock:
+            if self._closing:
+                raise ConnectionClosed("the HTTP transport is closed")
+            self._oneway.add(slot)
+        try:
+            yield slot
+        except Aborted as exc:
+            raise ConnectionClosed("the HTTP transport was closed") from exc
+        finally:
+            with self._lock:
+                self._oneway.discard(slot)
 
     def exchange(
         self,

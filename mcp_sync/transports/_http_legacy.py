@@ -7,7 +7,6 @@ one only runs once an ``initialize`` has made the connection legacy.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import re
@@ -57,7 +56,6 @@ class LegacySession(HttpBase):
     _protocol_version: str | None
     _init_message: dict[str, Any] | None
     _initialized_message: dict[str, Any] | None
-    _oneway: set[Slot]
     _listen_slot: Slot | None
     _listening: bool
     _listen_ready: threading.Event
@@ -101,23 +99,6 @@ class LegacySession(HttpBase):
             self._send_oneway(self._initialized_message, None, None, resent=True)
         if self._sink is not None:
             self._sink.session_renewed()  # the new session holds none of the old one's state
-
-    @contextlib.contextmanager
-    def _oneway_slot(self) -> Iterator[Slot]:
-        """A slot for an exchange made on the calling thread, aborted by close(); an exchange
-        cut short by close() raises ConnectionClosed."""
-        slot = Slot()
-        with self._lock:
-            if self._closing:
-                raise ConnectionClosed("the HTTP transport is closed")
-            self._oneway.add(slot)
-        try:
-            yield slot
-        except Aborted as exc:
-            raise ConnectionClosed("the HTTP transport was closed") from exc
-        finally:
-            with self._lock:
-                self._oneway.discard(slot)
 
     def _replay_initialize(self, init: dict[str, Any]) -> None:
         with self._oneway_slot() as slot:
@@ -233,7 +214,7 @@ class LegacySession(HttpBase):
                 self.url,
                 headers=self._get_headers(None),
                 auth=self.auth,
-                timeout=(self.connect_timeout, 2.0),
+                timeout=(min(self.connect_timeout, 2.0), 2.0),  # close() must not wait long for a goodbye
                 allow_redirects=False,
             )
             response.close()

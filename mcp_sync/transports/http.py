@@ -36,6 +36,7 @@ from .._headers import encode_header_value
 from ..exceptions import ConnectionClosed, MCPError, ProtocolError
 from ._http_common import (
     DEFAULT_MAX_BYTES,
+    ONEWAY_TIMEOUT,
     SAFE_TO_RESEND,
     STREAM_ERRORS,
     Aborted,
@@ -163,7 +164,6 @@ class HttpTransport(LegacySession):
         self._init_message: dict[str, Any] | None = None
         self._initialized_message: dict[str, Any] | None = None
         self._inflight: dict[Any, _InFlight] = {}
-        self._oneway: set[Slot] = set()
         self._listen_slot: Slot | None = None
         self._listening = False
         self._listen_ready = threading.Event()  # the GET stream answered (opened, or none offered)
@@ -452,6 +452,7 @@ class HttpTransport(LegacySession):
                 slot,
                 headers=self._post_headers(message, extra, version, session_id),
                 body=dumps(message),
+                timeout=ONEWAY_TIMEOUT,
             )
             try:
                 status = response.status_code

@@ -19,6 +19,7 @@ from typing import Any, Mapping
 from ..exceptions import ConnectionClosed, MCPError, ProtocolError
 from ._http_common import (
     DEFAULT_MAX_BYTES,
+    ONEWAY_TIMEOUT,
     SAFE_TO_RESEND,
     STREAM_ERRORS,
     Aborted,
@@ -117,10 +118,8 @@ class SseTransport(HttpBase):
                     self._inflight.pop(request_id, None)
                 raise
             return
-        try:
-            self._post(endpoint, body, post_headers, Slot(), str(message.get("method", "response")), True)
-        except Aborted as exc:
-            raise ConnectionClosed("the HTTP+SSE transport was closed") from exc
+        with self._oneway_slot() as slot:
+            self._post(endpoint, body, post_headers, slot, str(message.get("method", "response")), True, ONEWAY_TIMEOUT)
 
     def abort(self, request_id: Any) -> bool:
         """No per-request stream here: the engine sends notifications/cancelled."""  # LG6
@@ -132,7 +131,7 @@ class SseTransport(HttpBase):
             if self._closing:
                 return
             self._closing = True
-            slots = [self._stream_slot, *self._inflight.values()]
+            slots = [self._stream_slot, *self._inflight.values(), *self._oneway]
         self._closed_event.set()
         for slot in slots:
             slot.abort()
@@ -158,11 +157,20 @@ class SseTransport(HttpBase):
                 self._inflight.pop(request_id, None)
 
     def _post(
-        self, endpoint: str, body: bytes, headers: dict[str, str], slot: Slot, what: str, resendable: bool
+        self,
+        endpoint: str,
+        body: bytes,
+        headers: dict[str, str],
+        slot: Slot,
+        what: str,
+        resendable: bool,
+        timeout: float | None = None,
     ) -> Any:
         """POST; the answer comes on the stream, so 2xx is all we want. Returns a JSON-RPC error dict
         when the server refused with one, raises for other failures."""
-        response = self.exchange("POST", endpoint, slot, headers=headers, body=body, safe_to_resend=resendable)
+        response = self.exchange(
+            "POST", endpoint, slot, headers=headers, body=body, safe_to_resend=resendable, timeout=timeout
+        )
         try:
             if 200 <= response.status_code < 300:
                 return None
