@@ -108,9 +108,10 @@ def test_close_delimited_modern_stream_ends_on_timeout_and_close(no_leaks: None)
         assert wait_until(lambda: open_fds() <= fds, 2.0), "a socket was left open"
 
 
-def test_close_delimited_legacy_stream_ends_on_close(no_leaks: None) -> None:
-    """Legacy: a timed-out request's stream stays open by design (notifications/cancelled is the
-    cancellation), but close() must end it at once, close-delimited or not."""
+def test_close_delimited_legacy_stream_ends_on_timeout_and_close(no_leaks: None) -> None:
+    """Legacy: notifications/cancelled is the cancellation, but the timed-out request's stream
+    is closed too, so its worker does not read on for as long as the server sends; close()
+    ends everything at once."""
     with FakeServer("legacy") as fake:
         fake.override = lambda r: (
             Reply(200, {"Content-Type": "text/event-stream"}, endless_sse(), close_delimited=True)
@@ -121,6 +122,10 @@ def test_close_delimited_legacy_stream_ends_on_close(no_leaks: None) -> None:
         client.connect()
         with pytest.raises(mcp_sync.RequestTimeout):
             client.call_tool("echo", {}, timeout=0.5)
+        assert wait_until(lambda: not [n for n in mcp_threads() if n.startswith("mcp_sync-http-")], 2.0), (
+            f"the worker still reads the stream: {mcp_threads()}"
+        )
+        assert wait_until(lambda: fake.seen("notifications/cancelled"), 2.0)
         started = time.monotonic()
         client.close()
         assert time.monotonic() - started < 3.0

@@ -242,18 +242,18 @@ class HttpTransport(LegacySession):
             raise
 
     def abort(self, request_id: Any) -> bool:
-        """Modern: close the request's stream, which *is* the cancellation. Legacy: False (the
-        engine sends notifications/cancelled)."""  # H14, LG6
+        """End the request's exchange at once (its worker does not read on for as long as the
+        server sends). Modern: closing the stream *is* the cancellation (True). Legacy: False,
+        the engine sends notifications/cancelled as well (a closed stream alone does not
+        cancel there)."""  # H14, LG6
         if self._delegate is not None:
             return self._delegate.abort(request_id)
         with self._lock:
             record = self._inflight.get(request_id)
         if record is None:
             return self._era == "modern"
-        if not record.modern:
-            return False
         record.slot.abort()
-        return True
+        return record.modern
 
     def close(self) -> None:
         """End every stream and request, join the threads, DELETE a legacy session. Idempotent."""  # LG3

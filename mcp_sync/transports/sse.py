@@ -122,7 +122,12 @@ class SseTransport(HttpBase):
             self._post(endpoint, body, post_headers, slot, str(message.get("method", "response")), True, ONEWAY_TIMEOUT)
 
     def abort(self, request_id: Any) -> bool:
-        """No per-request stream here: the engine sends notifications/cancelled."""  # LG6
+        """Stop the request's POST if it is still in progress; returns False: the answer would
+        come on the shared stream, so the engine sends notifications/cancelled."""  # LG6
+        with self._lock:
+            slot = self._inflight.get(request_id)
+        if slot is not None:
+            slot.abort()
         return False
 
     def close(self) -> None:
