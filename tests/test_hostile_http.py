@@ -602,3 +602,22 @@ def test_close_releases_a_notification_post_the_server_never_answers(no_leaks: N
         release.set()
         assert not sender.is_alive() and time.monotonic() - started < 2.5
         assert errors and isinstance(errors[0], mcp_sync.ConnectionClosed)
+
+
+@pytest.mark.parametrize("session_id", ["\x0bfoo", "a b", "x" * 5000])
+def test_unusable_session_id_is_refused_at_initialize(session_id: str, no_leaks: None) -> None:
+    """An Mcp-Session-Id that is not visible ASCII would break (or be refused on) every later
+    request: the handshake fails at once with a ProtocolError naming it."""
+
+    def override(request: Request) -> Reply | None:
+        if request.rpc_method == "initialize":
+            init = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "x", "version": "1"}}
+            return json_reply(result(request, init), **{"Mcp-Session-Id": session_id})
+        return None
+
+    with FakeServer("legacy") as fake:
+        fake.override = override
+        started = time.monotonic()
+        with pytest.raises(mcp_sync.ProtocolError, match="Mcp-Session-Id"):
+            mcp_sync.connect(fake.url, mode="legacy", timeout=5)
+        assert time.monotonic() - started < 4.0

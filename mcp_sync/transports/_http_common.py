@@ -607,6 +607,23 @@ class HttpBase:
             log.debug("mcp_sync: closing the requests session failed", exc_info=True)
 
 
+def header_safe(value: str | None, limit: int = 1024) -> str | None:
+    """``value`` if it can go back to the server in a header (printable ASCII, at most
+    ``limit`` characters), else None: a server-chosen value must not break or inject headers."""
+    if value is None or len(value) > limit or not all(" " <= ch <= "~" for ch in value):
+        return None
+    return value
+
+
+def session_id_of(response: requests.Response) -> str | None:
+    """The ``Mcp-Session-Id`` the server assigned, checked: visible ASCII only (the spec's
+    rule); anything else is a ProtocolError rather than a header that breaks every request."""
+    value = response.headers.get("Mcp-Session-Id")
+    if value is not None and (header_safe(value) is None or " " in value or not value):
+        raise ProtocolError(f"the server assigned an Mcp-Session-Id that is not visible ASCII: {value[:80]!r}")
+    return value
+
+
 def content_type(response: requests.Response) -> str:
     return response.headers.get("Content-Type", "").split(";")[0].strip().lower()
 

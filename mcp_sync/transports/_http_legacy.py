@@ -14,7 +14,17 @@ import threading
 from typing import Any, Iterator, Mapping
 
 from ..exceptions import ConnectionClosed, MCPError, ProtocolError, SessionExpiredError
-from ._http_common import STREAM_ERRORS, Aborted, HttpBase, Slot, content_type, describe_failure, jsonrpc_error
+from ._http_common import (
+    STREAM_ERRORS,
+    Aborted,
+    HttpBase,
+    Slot,
+    content_type,
+    describe_failure,
+    header_safe,
+    jsonrpc_error,
+    session_id_of,
+)
 from ._sse_stream import BadBody
 from .base import MessageSink
 
@@ -108,7 +118,7 @@ class LegacySession(HttpBase):
             try:
                 if not 200 <= response.status_code < 300:
                     raise self.error_for(response, "initialize (new session)")[1]
-                self._session_id = response.headers.get("Mcp-Session-Id")
+                self._session_id = session_id_of(response)
                 answers: Iterator[Any]
                 if content_type(response) == "text/event-stream":
                     answers = (json.loads(e.data) for e in self.events(response) if e.data)
@@ -180,7 +190,7 @@ class LegacySession(HttpBase):
                         if status == 200 and content_type(response) == "text/event-stream":
                             for event in self.events(response):
                                 failures, may_renew = 0, True
-                                last_id = event.id if event.id is not None else last_id
+                                last_id = header_safe(event.id) or last_id
                                 retry_ms = event.retry_ms if event.retry_ms is not None else retry_ms
                                 if event.data:
                                     self._deliver_text(event.data, None, None)

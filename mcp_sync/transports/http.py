@@ -43,8 +43,10 @@ from ._http_common import (
     Slot,
     content_type,
     describe_failure,
+    header_safe,
     jsonrpc_error,
     origin,
+    session_id_of,
 )
 from ._http_legacy import DEFAULT_RETRY_S, LegacySession, dumps, session_refused
 from ._sse_stream import BadBody
@@ -323,7 +325,7 @@ class HttpTransport(LegacySession):
                     self._switch_to_sse(message, slot, status, refusal)
                     return
                 if 200 <= status < 300:
-                    self._session_id = response.headers.get("Mcp-Session-Id")
+                    self._session_id = session_id_of(response)
             body = None
             if status == 400 and session_id is not None and not resent:
                 body = self.error_for(response, method)
@@ -388,7 +390,7 @@ class HttpTransport(LegacySession):
                 try:
                     for event in self.events(current):
                         attempts = 0
-                        last_id = event.id if event.id is not None else last_id
+                        last_id = header_safe(event.id) or last_id
                         retry_ms = event.retry_ms if event.retry_ms is not None else retry_ms
                         if event.data and self._deliver_text(event.data, request_id, method):
                             return
