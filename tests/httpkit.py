@@ -41,6 +41,8 @@ class Reply:
     status: int = 200
     headers: dict[str, str] = attrs.Factory(dict)
     body: bytes | Iterable[bytes] = b""  # an iterable is streamed chunked, each item flushed
+    #: HTTP/1.0 style: ``Connection: close``, no length, no chunking; the body ends when the server closes
+    close_delimited: bool = False
 
 
 def json_reply(obj: Any, status: int = 200, **headers: str) -> Reply:
@@ -178,6 +180,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(reply.status)
         for name, value in reply.headers.items():
             self.send_header(name, value)
+        if reply.close_delimited:
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            try:
+                for chunk in [reply.body] if isinstance(reply.body, bytes) else reply.body:
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+            except OSError:
+                pass
+            return
         if isinstance(reply.body, bytes):
             self.send_header("Content-Length", str(len(reply.body)))
             self.end_headers()
