@@ -25,7 +25,7 @@ MAX_LISTEN_FAILURES = 5
 
 
 def dumps(message: Any) -> bytes:
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
 class LegacySession(HttpBase):
