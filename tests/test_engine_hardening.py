@@ -510,3 +510,13 @@ def test_odd_answer_ids_over_stdio_keep_the_reader_alive(no_leaks: None) -> None
                 client.call_tool("answer_with_id", {"id": bad}, timeout=0.5)
         assert client.call_tool("echo", {"text": "alive"}, timeout=3).text == "alive"
         assert client._engine.transport.pid == pid  # type: ignore[union-attr]
+
+
+def test_progress_extends_a_call_over_stdio(no_leaks: None) -> None:
+    """#9.19 end to end through Client._send (the public methods pass the two options through it)."""
+    with mcp_sync.Client.stdio(sys.executable, [LOAD_SERVER], mode="legacy", timeout=10) as client:
+        params = {"name": "progress", "arguments": {"count": 6, "interval": 0.2}}
+        result = client._send("tools/call", params, timeout=0.5, reset_timeout_on_progress=True, max_total_timeout=10)
+        assert result["content"][0]["text"] == "done"
+        with pytest.raises(mcp_sync.RequestTimeout):
+            client._send("tools/call", params, timeout=0.5)
