@@ -465,6 +465,8 @@ class Engine:
             if not isinstance(error, MCPError):
                 error = ProtocolError(str(error), method=pending.method, request_id=key)
             error.method = error.method or pending.method
+            if error.request_id is None:  # the error names its request, like every other
+                error.request_id = key
             pending.outcome.settle(error=error)
         except Exception:
             log.exception("mcp_sync: fail(%s) failed", preview(request_id))
