@@ -284,7 +284,10 @@ class Engine:
             if expired is not None:
                 timed_out = RequestTimeout(f"{method}: {expired}", method=method, request_id=request_id)
                 pending.outcome.settle(error=timed_out)
-        except MCPError as exc:
+        except MCPError as exc:  # from the transport: make it name this request, like every error
+            exc.method = exc.method or method
+            if exc.request_id is None:
+                exc.request_id = request_id
             pending.outcome.settle(error=exc)
         except BaseException as exc:
             # Interrupted while sending or waiting (Ctrl-C, an async exception), or a
