@@ -7,6 +7,7 @@ CI sizes are modest; ``MCP_SYNC_LOAD=full`` runs 32 threads x 500 calls everywhe
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import random
@@ -60,7 +61,9 @@ class Snapshot:
     fds: int = field(default_factory=fd_count)
     children: set[int] = field(default_factory=child_pids)
 
-    def assert_nothing_left(self, timeout: float = 5.0) -> None:
+    def assert_nothing_left(self, timeout: float = 5.0, *, collect: bool = False) -> None:
+        if collect:
+            gc.collect()
         deadline = time.monotonic() + timeout
         while True:
             threads = [t.name for t in library_threads() if t not in self.threads]
@@ -172,7 +175,7 @@ def scripted_client(**options: Any) -> mcp_sync.Client:
 
 def test_many_threads_one_client_scripted_server(tmp_path: Path) -> None:
     """32 threads x N mixed calls over stdio on one client, the server dying twice underneath."""
-    calls = 500 if FULL else 200
+    calls = 500 if FULL else 150
     cancel_log = tmp_path / "cancelled.jsonl"
     before = Snapshot()
     tally = Tally()
@@ -252,7 +255,7 @@ def test_close_during_load_releases_every_waiter_at_once() -> None:
 @pytest.mark.parametrize("options", [{}, {"mode": "legacy"}], ids=["modern", "legacy"])
 def test_many_threads_one_client_sdk_server(options: dict) -> None:
     """The same mix against the real SDK server (stdio) in both eras."""
-    calls = 500 if FULL else 12
+    calls = 500 if FULL else 6
     before = Snapshot()
     tally = Tally()
     with mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], timeout=30, **options) as client:
@@ -275,3 +278,20 @@ def test_cancel_log_format(tmp_path: Path) -> None:
             assert time.monotonic() < deadline
             time.sleep(0.02)
     assert all(isinstance(json.loads(line), int) for line in log.read_text().splitlines())
+
+
+@pytest.mark.parametrize("options", [{}, {"mode": "legacy"}], ids=["modern", "legacy"])
+def test_many_threads_one_client_sdk_http(sdk_http_url: str, options: dict) -> None:
+    """The same mix over Streamable HTTP against the SDK server, both eras."""
+    calls = 500 if FULL else 6
+    before = Snapshot()
+    tally = Tally()
+    with mcp_sync.Client.http(sdk_http_url, timeout=30, **options) as client:
+        client.connect()
+        run_threads(mixed_worker(client, tally, calls, 3, scripted=False), THREADS, bound=400 if FULL else 90)
+        assert client.call_tool("echo", {"text": "after"}, timeout=10).text == "after"
+    assert tally.wrong == [], tally.wrong[:20]
+    assert sum(tally.counts.values()) == THREADS * calls
+    # Known gap (HTTP transport, before and after this change): after this mix ~25 sockets
+    # stay open until the garbage collector runs; stdio needs no collection.
+    before.assert_nothing_left(collect=True)
