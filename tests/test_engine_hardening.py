@@ -520,3 +520,35 @@ def test_progress_extends_a_call_over_stdio(no_leaks: None) -> None:
         assert result["content"][0]["text"] == "done"
         with pytest.raises(mcp_sync.RequestTimeout):
             client._send("tools/call", params, timeout=0.5)
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs signal.setitimer")
+def test_ctrl_c_closes_the_stream_on_modern_http(sdk_http_url: str, no_leaks: None) -> None:
+    """#9.1 on modern HTTP: the interrupted request's stream is closed (that is the cancellation)."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        with mcp_sync.Client.http(sdk_http_url, timeout=10) as client:
+            assert client.era == "modern"
+            transport = client._engine.transport  # type: ignore[union-attr]
+            aborted: list[Any] = []
+            real_abort = transport.abort
+
+            def abort(request_id: Any) -> bool:
+                aborted.append(request_id)
+                return real_abort(request_id)  # type: ignore[no-any-return]
+
+            transport.abort = abort
+            signal.setitimer(signal.ITIMER_REAL, 0.5)
+            started = time.monotonic()
+            with pytest.raises(KeyboardInterrupt):
+                client.call_tool("slow", {"seconds": 10}, timeout=30)
+            assert time.monotonic() - started < 2
+            assert len(aborted) == 1
+            assert client.call_tool("echo", {"text": "still here"}, timeout=5).text == "still here"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
