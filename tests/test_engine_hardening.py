@@ -552,3 +552,16 @@ def test_ctrl_c_closes_the_stream_on_modern_http(sdk_http_url: str, no_leaks: No
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_failing_cancellation_callback_does_not_stop_the_others() -> None:
+    token = mcp_sync.CancellationToken()
+    seen: list[str | None] = []
+
+    def broken(reason: str | None) -> None:
+        raise RuntimeError("bug in a callback")
+
+    token.add_callback(broken)
+    token.add_callback(seen.append)
+    token.cancel("stop")
+    assert seen == ["stop"] and token.cancelled

@@ -199,6 +199,6 @@ def test_the_stdio_reader_survives_any_lines(replay_client: mcp_sync.Client, lin
     except mcp_sync.MCPError as exc:  # a garbage line that named this call may fail it, nothing else
         assert not isinstance(exc, (mcp_sync.ConnectionClosed, mcp_sync.RequestTimeout)), exc
         assert exc.method == "tools/call"
-    assert time.monotonic() - started < DEADLINE + 1
+    assert time.monotonic() - started < DEADLINE + 3  # the deadline, plus slack for a loaded machine
     assert client.call_tool("echo", {"text": "alive"}, timeout=DEADLINE).text == "alive"
     assert client._engine is engine and engine.transport.pid == pid  # type: ignore[attr-defined]
