@@ -295,3 +295,39 @@ def test_many_threads_one_client_sdk_http(sdk_http_url: str, options: dict) -> N
     # Known gap (HTTP transport, before and after this change): after this mix ~25 sockets
     # stay open until the garbage collector runs; stdio needs no collection.
     before.assert_nothing_left(collect=True)
+
+
+@pytest.mark.parametrize("options", [{}, {"mode": "legacy"}], ids=["modern", "legacy"])
+def test_close_during_load_over_http(sdk_http_url: str, options: dict) -> None:
+    """close() while 32 threads wait on slow calls over HTTP: all released at once, nothing left."""
+    before = Snapshot()
+    client = mcp_sync.Client.http(sdk_http_url, timeout=30, **options)
+    client.connect()
+    released: list[float] = []
+    wrong: list[str] = []
+    lock = threading.Lock()
+
+    def worker(n: int) -> None:
+        try:
+            client.call_tool("slow", {"seconds": 20}, timeout=None)
+            wrong.append("a slow call answered")
+        except mcp_sync.ConnectionClosed:
+            with lock:
+                released.append(time.monotonic())
+        except Exception as exc:
+            wrong.append(f"{type(exc).__name__}: {exc}")
+
+    pool = [threading.Thread(target=worker, args=(n,), daemon=True) for n in range(THREADS)]
+    for thread in pool:
+        thread.start()
+    time.sleep(1.5)
+    close_started = time.monotonic()
+    client.close()
+    close_took = time.monotonic() - close_started
+    for thread in pool:
+        thread.join(5)
+    assert wrong == [] and len(released) == THREADS
+    latest = max(released) - close_started
+    assert latest < 0.5, f"the last waiter was released {latest:.2f} s after close() began"
+    assert close_took < 10
+    before.assert_nothing_left(collect=True)
