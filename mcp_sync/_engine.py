@@ -84,6 +84,8 @@ def non_finite_path(value: Any, root: str = "params") -> str | None:
 
     Example: ``non_finite_path({"x": [1.0, float("inf")]}) == "params.x[1] (inf)"``
     """
+    if not _holds_non_finite(value):  # the common case, kept cheap: no paths built
+        return None
     stack: list[tuple[str, Any]] = [(root, value)]
     while stack:
         path, item = stack.pop()
@@ -95,6 +97,24 @@ def non_finite_path(value: Any, root: str = "params") -> str | None:
         elif isinstance(item, (list, tuple)):
             stack.extend((f"{path}[{index}]", child) for index, child in enumerate(item))
     return None
+
+
+def _holds_non_finite(value: Any) -> bool:
+    containers: list[Any] = [value]
+    isfinite = math.isfinite
+    while containers:
+        item = containers.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, (list, tuple)) else (item,)
+        for child in children:
+            kind = type(child)
+            if kind is str or kind is int or kind is bool or child is None:
+                continue
+            if isinstance(child, float):
+                if not isfinite(child):
+                    return True
+            elif isinstance(child, (dict, list, tuple)):
+                containers.append(child)
+    return False
 
 
 def _seconds(value: Any, name: str) -> float | None:
