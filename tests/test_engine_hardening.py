@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from test_engine import Wire as BaseWire
 
 import mcp_sync
 from mcp_sync import _engine, _threads, cancellation
@@ -27,31 +28,20 @@ LOAD_SERVER = str(Path(__file__).resolve().parent / "servers" / "load_server.py"
 pytestmark = pytest.mark.timeout(30)
 
 
-class Wire:
-    """An in-memory transport: records what is sent, answers nothing by itself."""
-
-    name = "wire"
+class Wire(BaseWire):
+    """test_engine's in-memory transport, thread-safe, plus the requests it carried."""
 
     def __init__(self) -> None:
-        self.sink: Any = None
-        self.sent: list[dict] = []
-        self.diagnostics_text = ""
-
-    def start(self, sink: Any) -> None:
-        self.sink = sink
+        super().__init__()
+        self.lock = threading.Lock()
 
     def send(self, message: dict, *, headers: Any = None) -> None:
-        self.sent.append(message)
-
-    def abort(self, request_id: Any) -> bool:
-        return False
-
-    def configure(self, **_: Any) -> None: ...
-
-    def close(self) -> None: ...
+        with self.lock:
+            self.sent.append(message)
 
     def requests(self) -> list[dict]:
-        return [m for m in self.sent if "id" in m and "method" in m]
+        with self.lock:
+            return [m for m in self.sent if "id" in m and "method" in m]
 
 
 class Call:

@@ -21,6 +21,7 @@ from typing import Any, Iterator
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_engine_hardening import Wire as HardeningWire
 
 import mcp_sync
 from mcp_sync._engine import SUBSCRIPTION_ID, Engine
@@ -79,32 +80,10 @@ def envelopes(ids: list[int]) -> st.SearchStrategy[Any]:
     return st.one_of(json_values, envelope, st.lists(envelope | json_values, max_size=3))
 
 
-class Wire:
-    name = "wire"
-
-    def __init__(self) -> None:
-        self.sink: Any = None
-        self.sent: list[dict] = []
-        self.lock = threading.Lock()
-
-    def start(self, sink: Any) -> None:
-        self.sink = sink
-
+class Wire(HardeningWire):
     def send(self, message: dict, *, headers: Any = None) -> None:
         json.dumps(message, allow_nan=False)  # what a real transport would write must be valid JSON
-        with self.lock:
-            self.sent.append(message)
-
-    def abort(self, request_id: Any) -> bool:
-        return False
-
-    def configure(self, **_: Any) -> None: ...
-
-    def close(self) -> None: ...
-
-    def request_ids(self) -> list[int]:
-        with self.lock:
-            return [m["id"] for m in self.sent if "method" in m and "id" in m]
+        super().send(message, headers=headers)
 
 
 def results_named(messages: list[Any], request_id: int) -> list[Any]:
@@ -138,9 +117,9 @@ def test_any_envelope_leaves_every_call_with_its_own_outcome(data: st.DataObject
     for thread in threads:
         thread.start()
     deadline = time.monotonic() + DEADLINE
-    while len(wire.request_ids()) < 3 and time.monotonic() < deadline:
+    while len(wire.requests()) < 3 and time.monotonic() < deadline:
         time.sleep(0.001)
-    by_method = {m["method"]: m["id"] for m in wire.sent if "method" in m and "id" in m}
+    by_method = {m["method"]: m["id"] for m in wire.requests()}
     ids = [by_method[f"m{i}"] for i in range(3)]
     messages = data.draw(st.lists(envelopes(ids), max_size=25), label="messages")
     for message in messages:
