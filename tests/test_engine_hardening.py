@@ -555,3 +555,24 @@ def test_a_failing_cancellation_callback_does_not_stop_the_others() -> None:
     token.add_callback(seen.append)
     token.cancel("stop")
     assert seen == ["stop"] and token.cancelled
+
+
+def test_no_notification_callback_runs_after_close_returns(no_leaks: None) -> None:
+    """#8.9 end to end: callbacks queued behind a slow one ran on for seconds after close()."""
+    started_at: list[float] = []
+
+    def on_notification(method: str, params: dict) -> None:
+        if method == "notifications/flood":
+            started_at.append(time.monotonic())
+            time.sleep(0.01)
+
+    client = mcp_sync.Client.stdio(sys.executable, [LOAD_SERVER], mode="legacy", timeout=10,
+                                   on_notification=on_notification)
+    assert client.call_tool("flood", {"count": 2000}).text == "flooded 2000"
+    wait_for(lambda: len(started_at) > 5)
+    client.close()
+    closed_at = time.monotonic()
+    time.sleep(0.5)
+    late = [at for at in started_at if at > closed_at]
+    assert late == [], f"{len(late)} callbacks started after close() returned"
+    assert len(started_at) < 2000  # most were discarded, not run

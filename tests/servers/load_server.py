@@ -22,6 +22,8 @@ Tools (``tools/call``; ``tools/list`` lists them):
     then answers "replayed <n>".
   - ``answer_with_id`` {id}: answers this request with ``id`` replaced by the given
     JSON value (e.g. ``[1]``, ``{}``, or the request's id as a float).
+  - ``flood`` {count}: sends ``count`` notifications ``notifications/flood``
+    (params ``{"n": i}``), then answers "flooded <count>".
   - ``cancelled_log``: text = JSON list of every ``requestId`` named by a
     ``notifications/cancelled`` this process received.
 With ``--cancel-log PATH`` each cancelled ``requestId`` is also appended to PATH
@@ -42,7 +44,7 @@ _lock = threading.Lock()
 _cancelled: list = []
 _cancel_events: dict = {}
 _cancel_log = None
-TOOLS = ["echo", "stall", "slow", "die", "progress", "replay", "answer_with_id", "cancelled_log"]
+TOOLS = ["echo", "stall", "slow", "die", "progress", "replay", "answer_with_id", "flood", "cancelled_log"]
 
 
 def write_line(text: str) -> None:
@@ -101,6 +103,11 @@ def call_tool(request_id, params: dict) -> None:
             answer_id = float(request_id)
         send({"jsonrpc": "2.0", "id": answer_id,
               "result": {"content": [{"type": "text", "text": "odd id"}], "isError": False}})
+    elif name == "flood":
+        count = int(args.get("count", 1000))
+        for n in range(count):
+            send({"jsonrpc": "2.0", "method": "notifications/flood", "params": {"n": n}})
+        text_result(request_id, f"flooded {count}")
     elif name == "cancelled_log":
         text_result(request_id, json.dumps(_cancelled))
     else:
