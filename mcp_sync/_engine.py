@@ -57,6 +57,9 @@ ServerRequestHandler = Callable[[str, dict], dict]
 
 _INVALID_REQUEST = -32600  # JSON-RPC: the request object is not valid (here: its id)
 
+#: Server-to-client requests answered at once, each on its own thread; more are refused with an error.
+MAX_CONCURRENT_HANDLERS = 64
+
 #: Timeouts above this many seconds (and ``inf``) mean "wait for ever": the OS
 #: wait primitives overflow on huge values.
 _FOREVER_S = 1e6
@@ -610,6 +613,11 @@ class Engine:
         handler = self.on_server_request
         if handler is None:
             self._answer(request_id, error={"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"})
+            return
+        if len(self._handlers) >= MAX_CONCURRENT_HANDLERS:  # a server cannot make us start threads without end
+            log.warning("mcp_sync: %s: %d server requests already in progress; refusing %s", self.name,
+                        MAX_CONCURRENT_HANDLERS, method)
+            self._answer(request_id, error={"code": INTERNAL_ERROR, "message": "client busy: too many requests"})
             return
         self._handlers.spawn(lambda: self._run_handler(handler, request_id, method, params), "handler")
 

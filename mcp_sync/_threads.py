@@ -60,6 +60,11 @@ class Workers:
             self._threads.add(thread)
         return thread
 
+    def __len__(self) -> int:
+        """How many workers are running now."""
+        with self._lock:
+            return len(self._threads)
+
     def close(self, timeout: float) -> None:
         """Refuse new workers and join the running ones, ``timeout`` seconds in all."""
         deadline = time.monotonic() + timeout

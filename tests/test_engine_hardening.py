@@ -576,3 +576,23 @@ def test_no_notification_callback_runs_after_close_returns(no_leaks: None) -> No
     late = [at for at in started_at if at > closed_at]
     assert late == [], f"{len(late)} callbacks started after close() returned"
     assert len(started_at) < 2000  # most were discarded, not run
+
+
+def test_server_requests_beyond_the_bound_are_refused_not_threaded() -> None:
+    """#8.9 (the same class): each server request took a thread, without bound."""
+    release = threading.Event()
+
+    def handler(method: str, params: dict) -> dict:
+        release.wait(10)
+        return {}
+
+    wire, engine = started_engine(on_server_request=handler)
+    before = threading.active_count()
+    for n in range(_engine.MAX_CONCURRENT_HANDLERS + 50):
+        engine.message({"jsonrpc": "2.0", "id": f"s{n}", "method": "roots/list"})
+    assert threading.active_count() - before <= _engine.MAX_CONCURRENT_HANDLERS
+    refused = [m for m in wire.sent if "error" in m]
+    assert len(refused) == 50 and all("busy" in m["error"]["message"] for m in refused)
+    release.set()
+    wait_for(lambda: len(wire.sent) == _engine.MAX_CONCURRENT_HANDLERS + 50)
+    engine.close()
