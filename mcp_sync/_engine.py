@@ -301,9 +301,10 @@ class Engine:
             if self._closed_error is not None:  # closed between the check and registration
                 raise self._closed_copy(method, request_id)
             sending = True
+            sent_at = time.monotonic()  # the deadline covers the write too (8.1)
             self.transport.send(message, headers=headers)
             written = True
-            expired = self._wait(pending, limit, total_limit, reset_timeout_on_progress)
+            expired = self._wait(pending, sent_at, limit, total_limit, reset_timeout_on_progress)
             if expired is not None:
                 timed_out = RequestTimeout(f"{method}: {expired}", method=method, request_id=request_id)
                 pending.outcome.settle(error=timed_out)
@@ -344,14 +345,13 @@ class Engine:
             raise
 
     def _wait(
-        self, pending: _Pending, limit: float | None, total_limit: float | None, reset_on_progress: bool
+        self, pending: _Pending, start: float, limit: float | None, total_limit: float | None, reset_on_progress: bool
     ) -> str | None:
-        """Wait for ``pending``; None once settled, else why the wait ended (for RequestTimeout).
+        """Wait for ``pending`` (sent at ``start``); None once settled, else why the wait ended.
 
         Waits in short slices: an interrupt is seen promptly on every platform and
         no OS wait is ever given a huge value.
         """
-        start = time.monotonic()
         hard_end = start + total_limit if total_limit is not None else math.inf
         outcome = pending.outcome
         while True:

@@ -596,3 +596,19 @@ def test_server_requests_beyond_the_bound_are_refused_not_threaded() -> None:
     release.set()
     wait_for(lambda: len(wire.sent) == _engine.MAX_CONCURRENT_HANDLERS + 50)
     engine.close()
+
+
+def test_the_deadline_counts_from_before_the_write() -> None:
+    """#8.1 (engine part): the timeout only started once the write had returned."""
+
+    class SlowWire(Wire):
+        def send(self, message: dict, *, headers: Any = None) -> None:
+            time.sleep(0.6)  # a pipe the server is slow to drain
+            super().send(message, headers=headers)
+
+    _, engine = started_engine(SlowWire())
+    started = time.monotonic()
+    with pytest.raises(mcp_sync.RequestTimeout):
+        engine.request("tools/list", {}, timeout=0.4)
+    assert time.monotonic() - started < 0.9  # 0.6 s writing + at most a moment, not 0.6 + 0.4
+    engine.close()
