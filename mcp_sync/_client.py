@@ -425,6 +425,8 @@ class Client(ListingMixin, TasksMixin):
         headers: Mapping[str, str] | None = None,
         on_stream: Callable[[str, dict], None] | None = None,
         extensions: Mapping[str, Any] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
     ) -> dict[str, Any]:
         """The one request path: envelope, engine, resultType check.
 
@@ -443,6 +445,8 @@ class Client(ListingMixin, TasksMixin):
             "progress": progress,
             "headers": headers,
             "on_stream": on_stream,
+            "reset_timeout_on_progress": reset_timeout_on_progress,
+            "max_total_timeout": max_total_timeout,
         }
         try:
             result = engine.request(method, wire_params, **options)
