@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from .._headers import encode_header_value
 from .._ids import normalize_id
@@ -53,6 +53,9 @@ from ._http_legacy import DEFAULT_RETRY_S, LegacySession, dumps, session_refused
 from ._sse_stream import BadBody
 from .base import MessageSink
 from .sse import SseTransport
+
+if TYPE_CHECKING:
+    import requests
 
 log = logging.getLogger("mcp_sync.http")
 
@@ -126,12 +129,27 @@ class HttpTransport(LegacySession):
     decompression and each SSE event. Thread-safe: ``send`` may be called from
     any number of threads; one ``requests.Session`` is shared by all of them.
 
+    ``session`` is your own ``requests.Session``, used as is (its adapters,
+    headers, cookies, hooks, auth, proxies and TLS settings; it is not closed
+    with the transport). ``verify`` (True, False or a CA bundle path), ``cert``
+    (a client certificate file, or ``(cert, key)``) and ``proxies`` (``{"https":
+    "http://proxy:3128"}``, may hold ``no_proxy``) override the environment, as
+    these arguments do in ``requests``. Otherwise the environment is honoured as
+    ``requests`` honours it (``HTTPS_PROXY``, ``NO_PROXY``, ``REQUESTS_CA_BUNDLE``,
+    netrc), read once when the first request is made. ``connect_timeout`` bounds
+    each connect (seconds); ``max_retries`` bounds the resends of a request that
+    provably never reached the server (and of safe reads after 502/503/504).
+
     Example::
 
         transport = HttpTransport("http://127.0.0.1:8000/mcp", headers={"X-Team": "a"})
         with mcp_sync.Client(transport) as client:
             print(client.call_tool("echo", {"text": "hi"}).text)
         # usually simply: mcp_sync.Client.http("http://127.0.0.1:8000/mcp")
+
+        corporate = requests.Session()
+        corporate.verify = "/etc/ssl/corp-ca.pem"
+        transport = HttpTransport("https://mcp.internal/mcp", session=corporate)
     """
 
     #: The client mirrors x-mcp-header parameters only on this transport (checklist H8).
@@ -148,6 +166,10 @@ class HttpTransport(LegacySession):
         max_retries: int = 3,
         max_resume_attempts: int = 3,
         name: str | None = None,
+        session: requests.Session | None = None,
+        verify: bool | str | None = None,
+        cert: str | tuple[str, str] | None = None,
+        proxies: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(
             url,
@@ -157,6 +179,10 @@ class HttpTransport(LegacySession):
             connect_timeout=connect_timeout,
             max_retries=max_retries,
             name=name,
+            session=session,
+            verify=verify,
+            cert=cert,
+            proxies=proxies,
         )
         self.max_resume_attempts = max_resume_attempts
         self._sink: MessageSink | None = None
@@ -515,7 +541,12 @@ class HttpTransport(LegacySession):
             auth=self.auth,
             max_message_bytes=self.max_message_bytes,
             connect_timeout=self.connect_timeout,
+            max_retries=self.max_retries,
             name=self.name,
+            session=self.session,  # shared; closed by this transport if it made it
+            verify=self.verify,
+            cert=self.cert,
+            proxies=self.proxies,
         )
         assert self._sink is not None
         delegate.start(self._sink)
