@@ -21,6 +21,7 @@ import errno
 import http.client
 import json
 import logging
+import math
 import re
 import socket
 import threading
@@ -40,7 +41,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util import connection as urllib3_connection
 from urllib3.util.timeout import _DEFAULT_TIMEOUT
 
-from .._threads import Workers
+from .._threads import Workers, join_quietly, spawn
 from .._version import __version__
 from ..exceptions import AuthorizationError, ConnectionClosed, MCPError, ProtocolError
 from ._sse_stream import BadBody, SseEvent, decoded_chunks, read_bounded, sse_events
@@ -283,6 +284,70 @@ class Slot:
         """Wait ``seconds`` unless aborted first (then raise Aborted)."""
         if self.wake.wait(seconds):
             raise Aborted
+
+
+class Deadlines:
+    """Aborts the exchanges that outlive their deadline, from one thread per transport.
+
+    An exchange made on the calling thread cannot watch the clock while it waits for
+    the server; this thread does it for all of them, and a late exchange ends as a
+    cancelled one does (its socket is shut down). Cheap per exchange: adding and
+    removing are dictionary operations, and the thread is woken only when a new
+    deadline is earlier than the one it sleeps until (requests with the same timeout,
+    one after the other, wake it about once a second). Started on first use, it ends
+    when it finds nothing to watch, and ``close()`` ends it.
+    """
+
+    #: Longest sleep of the thread: how soon it notices it has nothing left to watch.
+    IDLE_CHECK_S = 1.0
+
+    def __init__(self, server: str) -> None:
+        self._server = server
+        self._cond = threading.Condition(threading.Lock())
+        self._slots: dict[Slot, float] = {}
+        self._wake_at = math.inf
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def add(self, slot: Slot, deadline: float) -> None:
+        """Abort ``slot`` at ``deadline`` (``time.monotonic()``) unless :meth:`discard` comes first."""
+        with self._cond:
+            if self._closed:
+                return
+            self._slots[slot] = deadline
+            if self._thread is None:
+                self._thread = spawn(self._run, "deadline", self._server)
+            elif deadline < self._wake_at:
+                self._cond.notify()
+
+    def discard(self, slot: Slot) -> None:
+        with self._cond:
+            self._slots.pop(slot, None)
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._closed:
+                now = time.monotonic()
+                expired = [slot for slot, deadline in self._slots.items() if deadline <= now]
+                for slot in expired:
+                    del self._slots[slot]
+                    slot.abort()  # takes only the slot's own lock; never calls back here
+                if not self._slots and not expired:  # idle: end; the next add() starts a new thread
+                    break
+                self._wake_at = min(self._slots.values(), default=now)
+                # Awake at least every IDLE_CHECK_S, so that an idle thread ends soon (a transport
+                # nobody closes keeps no thread), while calls in a row rarely wake it.
+                self._cond.wait(max(0.0, min(self._wake_at - now, self.IDLE_CHECK_S)))
+            self._thread = None
+            self._wake_at = math.inf
+
+    def close(self, timeout: float) -> None:
+        with self._cond:
+            self._closed = True
+            self._slots.clear()
+            self._cond.notify()
+            thread = self._thread
+        join_quietly(thread, timeout)
 
 
 def _track(conn: Any) -> None:

@@ -41,6 +41,7 @@ from ._http_common import (
     SAFE_TO_RESEND,
     STREAM_ERRORS,
     Aborted,
+    Deadlines,
     Slot,
     content_type,
     describe_failure,
@@ -199,6 +200,9 @@ class HttpTransport(LegacySession):
         self._relied_on_cache = False  # skipped the probe because the origin's era was cached
         self._session_lock = threading.Lock()
         self._delegate: SseTransport | None = None
+        self._deadlines = Deadlines(self.name)
+        #: Requests may be read on the calling thread: close, cancel and timeouts can interrupt them.
+        self._inline_ok = self.abortable
 
     @property
     def session_id(self) -> str | None:
@@ -236,6 +240,27 @@ class HttpTransport(LegacySession):
 
     def send(self, message: dict[str, Any], *, headers: Mapping[str, str] | None = None) -> None:
         """POST ``message``: a request on a worker thread, anything else on this thread."""
+        self._send(message, headers, inline=False, deadline=None)
+
+    def send_inline(
+        self, message: dict[str, Any], *, headers: Mapping[str, str] | None = None, deadline: float | None = None
+    ) -> None:
+        """POST ``message`` and, for a request, read its answer on this thread: when this
+        returns, the answer (or the request's failure) has gone to the sink.
+
+        The engine calls this instead of :meth:`send` for a plain request (no stream to
+        follow, no timeout that moves with progress), which saves a thread and two thread
+        switches per call. Messages the server sends on the way (progress, its own
+        requests) go to the sink as they arrive, as from a worker. The exchange ends
+        early, like a cancelled one, on :meth:`abort` or :meth:`close` from another thread,
+        or at ``deadline`` (``time.monotonic()``); the engine then reports the timeout.
+        With a caller's session whose adapter cannot be interrupted, this is :meth:`send`.
+        """
+        self._send(message, headers, inline=self._inline_ok, deadline=deadline)
+
+    def _send(
+        self, message: dict[str, Any], headers: Mapping[str, str] | None, *, inline: bool, deadline: float | None
+    ) -> None:
         delegate = self._delegate
         if delegate is not None:
             delegate.send(message, headers=headers)
@@ -262,13 +287,24 @@ class HttpTransport(LegacySession):
             return
         slot = Slot()
         with self._lock:
+            if self._closing:
+                raise ConnectionClosed("the HTTP transport is closed")
             self._inflight[request_id] = _InFlight(slot, version is not None)
+        if not inline:
+            try:
+                self._spawn(lambda: self._run_request(message, headers, version, slot), "http")
+            except ConnectionClosed:
+                with self._lock:
+                    self._inflight.pop(request_id, None)
+                raise
+            return
+        if deadline is not None:
+            self._deadlines.add(slot, deadline)
         try:
-            self._spawn(lambda: self._run_request(message, headers, version, slot), "http")
-        except ConnectionClosed:
-            with self._lock:
-                self._inflight.pop(request_id, None)
-            raise
+            self._run_request(message, headers, version, slot)  # forgets the request when done
+        finally:
+            if deadline is not None:
+                self._deadlines.discard(slot)
 
     def abort(self, request_id: Any) -> bool:
         """End the request's exchange at once (its worker does not read on for as long as the
@@ -300,6 +336,7 @@ class HttpTransport(LegacySession):
             self._delegate.close()
         for slot in slots:
             slot.abort()
+        self._deadlines.close(1.0)
         self._join_threads(2.0)
         if self._session_id is not None:
             self._delete_session()
