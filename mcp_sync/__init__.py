@@ -26,9 +26,12 @@ import logging
 from typing import TYPE_CHECKING
 
 from ._client import USE_CLIENT_DEFAULT, Client, ClientState
+from ._config import ConfigError, load_config
 from ._connect import connect
+from ._group import AmbiguousToolError, ClientGroup, ToolNotFound
 from ._handlers import apply_defaults
 from ._lifecycle import LEGACY_VERSIONS, MODERN_VERSIONS
+from ._llm_formats import to_anthropic_tools, to_gemini_tools, to_openai_tools
 from ._subscriptions import Subscription
 from ._tasks import Task
 from ._version import __version__
@@ -84,6 +87,7 @@ __all__ = [
     "LEGACY_VERSIONS",
     "MODERN_VERSIONS",
     "USE_CLIENT_DEFAULT",
+    "AmbiguousToolError",
     "AudioContent",
     "AuthorizationError",
     "BlobResourceContents",
@@ -92,9 +96,11 @@ __all__ = [
     "Cancelled",
     "CapabilityError",
     "Client",
+    "ClientGroup",
     "ClientState",
     "ClientStateError",
     "Completion",
+    "ConfigError",
     "ConnectionClosed",
     "ContentBlock",
     "DiscoverResult",
@@ -126,10 +132,15 @@ __all__ = [
     "TextResourceContents",
     "Tool",
     "ToolError",
+    "ToolNotFound",
     "UnsupportedProtocolVersionError",
     "__version__",
     "apply_defaults",
     "connect",
+    "load_config",
+    "to_anthropic_tools",
+    "to_gemini_tools",
+    "to_openai_tools",
 ]
 
 
