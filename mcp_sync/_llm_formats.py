@@ -112,8 +112,8 @@ def _merge_all_of(node: dict[str, Any], root: Mapping[str, Any], seen: tuple) ->
     for branch in branches:
         if not isinstance(branch, Mapping):
             continue
-        branch, _ = _deref(branch, root, seen)
-        branch = _merge_all_of(branch, root, seen)
+        branch, branch_seen = _deref(branch, root, seen)
+        branch = _merge_all_of(branch, root, branch_seen)  # the refs followed so far: a cycle ends
         for key, value in branch.items():
             if key == "properties" and isinstance(value, Mapping):
                 node["properties"] = {**value, **(node.get("properties") or {})}

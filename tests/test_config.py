@@ -58,7 +58,7 @@ def test_claude_desktop_config(tmp_path: Path, everything_js: Path, no_leaks: No
     path = host_file(tmp_path, "claude_desktop_config.json", EVERYTHING_JS=str(everything_js))
     servers = mcp_sync.load_config(path)
     assert sorted(servers) == ["demo", "everything"]
-    with mcp_sync.ClientGroup(servers, timeout=30, probe_timeout=5) as group:
+    with mcp_sync.ClientGroup(servers, timeout=30) as group:
         assert group.errors == {}
         assert group.call_tool("add", {"a": 2, "b": 3}).structured_content == {"sum": 5}
         assert env_of(group, "everything")["DEMO_GREETING"] == "from claude desktop"
@@ -71,7 +71,7 @@ def test_cursor_config_env_and_remote_headers(tmp_path: Path, monkeypatch: pytes
         path = host_file(tmp_path, "cursor/.cursor/mcp.json", FAKE_HTTP_URL=fake.url)
         servers = mcp_sync.load_config(path)
         assert servers["sdk"]["env"] == {"API_KEY": "k-123", "HOME_DIR": str(Path.home())}
-        with mcp_sync.ClientGroup(path, timeout=30, probe_timeout=5) as group:  # a path works too
+        with mcp_sync.ClientGroup(path, timeout=30) as group:  # a path works too
             assert group.errors == {}
             assert group.call_tool("echo", {"a": 1}, server="remote").text
             assert group.call_tool("echo", {"text": "hi"}, server="sdk").text == "hi"
@@ -87,7 +87,7 @@ def test_claude_code_mcp_json(tmp_path: Path, everything_js: Path, sdk_http_url:
     path = host_file(tmp_path, "claude_code/.mcp.json", EVERYTHING_JS=str(everything_js), SDK_HTTP_URL=sdk_http_url)
     servers = mcp_sync.load_config(path)
     assert servers["sdk-http"]["url"] == sdk_http_url and servers["sdk-http"]["headers"] == {"X-Team": "platform"}
-    with mcp_sync.ClientGroup(servers, timeout=30, probe_timeout=5) as group:
+    with mcp_sync.ClientGroup(servers, timeout=30) as group:
         assert group.errors == {}
         assert group.call_tool("add", {"a": 1, "b": 2}, server="sdk-http").text == "3"
         assert group.call_tool("countdown", {"n": 1}).text == "liftoff"
@@ -104,7 +104,7 @@ def test_vscode_mcp_json_with_comments_inputs_and_workspace(tmp_path: Path, ever
     servers = mcp_sync.load_config(path, inputs={"demo-token": "s3cret"})
     assert servers["demo"]["args"] == [str(tmp_path / "vscode" / "demo_server.py")]
     assert servers["everything"]["env"]["DOCS"] == "https://example.com/docs//a,b"  # not a comment, not a comma
-    with mcp_sync.ClientGroup(servers, timeout=30, probe_timeout=5) as group:
+    with mcp_sync.ClientGroup(servers, timeout=30) as group:
         assert group.errors == {}
         assert group.call_tool("echo", {"text": "ws"}, server="demo").text == "ws"
         assert group.call_tool("add", {"a": 4, "b": 5}, server="sdk-http").text == "9"
@@ -279,7 +279,7 @@ def test_connect_runs_scripts_with_the_right_interpreter(everything_js: Path, tm
                                                          no_leaks: None) -> None:
     with mcp_sync.connect(DEMO_SERVER) as client:  # not executable, no shebang needed
         assert client.call_tool("echo", {"text": "py"}).text == "py"
-    with mcp_sync.connect(f"{everything_js} stdio", probe_timeout=5) as client:
+    with mcp_sync.connect(f"{everything_js} stdio") as client:
         assert "5" in client.call_tool("get-sum", {"a": 2, "b": 3}).text
     (tmp_path / "server.py").write_text(Path(DEMO_SERVER).read_text())
     with mcp_sync.connect({"command": "server.py", "cwd": str(tmp_path)}) as client:  # relative to cwd

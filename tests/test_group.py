@@ -34,7 +34,7 @@ def group(everything_js: Path, sdk_http_url: str) -> Iterator[mcp_sync.ClientGro
         "everything": {"command": str(everything_js), "args": ["stdio"]},
         "sdk": {"url": sdk_http_url, "type": "streamable-http"},
     }
-    with mcp_sync.ClientGroup(servers, timeout=30, probe_timeout=5) as group:
+    with mcp_sync.ClientGroup(servers, timeout=30) as group:
         yield group
 
 
