@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from pathlib import Path
-from typing import Any, Mapping, Union
+from typing import TYPE_CHECKING, Any, Mapping, Union
 
 from .exceptions import MCPError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 ConfigSource = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 
@@ -135,7 +137,7 @@ class _Expander:
             hint = f" ({self.declared[name]})" if self.declared.get(name) else ""
             raise fail(f"input {name!r}{hint} is not given: pass load_config(..., inputs={{{name!r}: ...}})")
         if spec == "userHome":
-            return str(Path.home())
+            return os.path.expanduser("~")
         if spec in ("workspaceFolder", "workspaceRoot"):
             if self.workspace is None:
                 raise fail(f"${{{spec}}} needs the config's path (a dict has no workspace)")
@@ -207,6 +209,8 @@ def load_config(source: ConfigSource, inputs: Mapping[str, Any] | None = None) -
         with mcp_sync.ClientGroup(servers) as group:
             print([tool.name for tool in group.tools()])
     """
+    from pathlib import Path  # here: pathlib is not needed by `import mcp_sync`
+
     file: str | None = None
     workspace: Path | None = None
     if isinstance(source, Mapping):

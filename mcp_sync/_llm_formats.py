@@ -8,7 +8,6 @@ them (:func:`llm_name`); the name is a pure function of the MCP name, so
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import re
@@ -41,6 +40,8 @@ _ANTHROPIC_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "ima
 
 
 def _short_hash(text: str, length: int = _HASH_LEN) -> str:
+    import hashlib  # here, not at import: it loads OpenSSL (~15 ms)
+
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
 
 
