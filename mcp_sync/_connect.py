@@ -25,7 +25,8 @@ def connect(target: Target, **options: Any) -> Client:
     or ``{"url": ..., "headers": {...}, "type": "sse"}`` (``type`` or
     ``transport``: ``stdio``, ``http``, ``streamable-http``, ``sse``; a remote
     entry may also carry the HTTP options ``verify``, ``cert``, ``proxies``,
-    ``connect_timeout``, ``max_retries``). When the command is an existing
+    ``connect_timeout``, ``max_retries``). A whole config file (its path, or
+    its dict) with a single server connects to that server. When the command is an existing
     ``.py`` file it runs with this interpreter; ``.js``/``.mjs``/``.cjs`` run
     with ``node``.
 
@@ -58,14 +59,37 @@ def _client_for(target: Target, **options: Any) -> Client:
     if isinstance(target, str):
         if target.startswith(("http://", "https://")):
             return Client.http(target, **options)
+        if target.lower().endswith((".json", ".jsonc")) and os.path.isfile(target):
+            return _client_for_entry(_only_server(target), **options)
         target = shlex.split(target)
     if isinstance(target, Mapping):
+        if is_whole_config(target):
+            return _client_for_entry(_only_server(target), **options)
         return _client_for_entry(target, **options)
     parts = list(target)
     if not parts:
         raise ValueError("empty command")
     command, args = script_command(parts[0], parts[1:])
     return Client.stdio(command, args, **options)
+
+
+def is_whole_config(target: Mapping[str, Any]) -> bool:
+    """A whole config file's dict (``{"mcpServers": ...}`` and the like), not one server's entry."""
+    return "command" not in target and "url" not in target and any(
+        isinstance(target.get(key), Mapping) for key in ("mcpServers", "servers", "mcp"))
+
+
+def _only_server(config: Any) -> Mapping[str, Any]:
+    """The one server of a config file (or its dict); several need a ClientGroup."""
+    from ._config import load_config
+
+    servers = load_config(config)
+    if len(servers) != 1:
+        raise ValueError(
+            f"the config has {len(servers)} servers ({', '.join(servers) or 'none'}); connect() opens one:"
+            " use mcp_sync.ClientGroup(config) for all of them, or connect(load_config(config)[name])"
+        )
+    return next(iter(servers.values()))
 
 
 def _client_for_entry(entry: Mapping[str, Any], **options: Any) -> Client:

@@ -12,7 +12,7 @@ import attrs
 
 from ._client import Client
 from ._config import load_config
-from ._connect import _client_for
+from ._connect import _client_for, is_whole_config
 from ._llm_formats import LLMFormatsMixin, shortened_name
 from ._threads import run_concurrently
 from .exceptions import CapabilityError, ClientStateError, MCPError, ServerError
@@ -88,7 +88,8 @@ class ClientGroup(LLMFormatsMixin):
 
     ``servers`` maps names to config entries (as :func:`load_config` returns
     them, or as :func:`connect` takes them) or to :class:`Client` objects; a
-    path is read with :func:`load_config`. ``client_options`` apply to every
+    path, or a whole config's dict (``{"mcpServers": ...}``), is read with
+    :func:`load_config`. ``client_options`` apply to every
     client built from an entry; ``options={"github": {"timeout": 5}}`` adds
     per-server ones (timeouts, auth, handlers). The group owns its clients:
     ``close()`` closes them all.
@@ -119,7 +120,7 @@ class ClientGroup(LLMFormatsMixin):
         options: Mapping[str, Mapping[str, Any]] | None = None,
         **client_options: Any,
     ) -> None:
-        if isinstance(servers, (str, os.PathLike)):
+        if isinstance(servers, (str, os.PathLike)) or is_whole_config(servers):
             servers = load_config(servers)
         self._sources: dict[str, Client | Mapping[str, Any]] = {str(name): src for name, src in servers.items()}
         per_server = {str(name): dict(opts) for name, opts in (options or {}).items()}

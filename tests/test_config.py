@@ -286,3 +286,19 @@ def test_connect_runs_scripts_with_the_right_interpreter(everything_js: Path, tm
         assert client.call_tool("add", {"a": 1, "b": 1}).text == "2"
     command, args = script_command("not-there.py", ["a"])
     assert (command, args) == ("not-there.py", ["a"])  # a missing file is left to PATH as before
+
+
+def test_connect_takes_a_whole_config_with_one_server(tmp_path: Path, no_leaks: None) -> None:
+    """The issue's first try: connect({"mcpServers": ...}) and connect("mcp.json") (was: run as a command)."""
+    config = {"mcpServers": {"demo": {"command": PY, "args": [DEMO_SERVER]}}}
+    with mcp_sync.connect(config) as client:
+        assert client.call_tool("echo", {"text": "dict"}).text == "dict"
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(config))
+    with mcp_sync.connect(str(path)) as client:
+        assert client.call_tool("echo", {"text": "file"}).text == "file"
+    two = {"servers": {"a": {"command": "x"}, "b": {"url": "http://127.0.0.1:1/mcp"}}}
+    with pytest.raises(ValueError, match="ClientGroup"):
+        mcp_sync.connect(two)
+    with mcp_sync.ClientGroup(config) as group:  # a group takes the whole dict too
+        assert list(group.clients) == ["demo"]
