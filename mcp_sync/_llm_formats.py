@@ -35,6 +35,7 @@ _INVALID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 _HASH_LEN = 8
 _MAX_DEPTH = 32  # bound on schema nesting walked (and $ref inlining)
 _FORMATS = ("openai", "anthropic", "gemini")
+_NO_OUTPUT = "(no output)"  # an empty result, said in words: some APIs refuse empty text
 # Image types Anthropic takes in a tool_result image block.
 _ANTHROPIC_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
@@ -485,7 +486,7 @@ def result_text(result: CallToolResult) -> str:
     parts = [_block_text(block) for block in result.content]
     if not parts and result.structured_content is not None:
         parts.append(json.dumps(result.structured_content, default=str))
-    return "\n".join(parts)
+    return "\n".join(part for part in parts if part) or _NO_OUTPUT
 
 
 def _anthropic_blocks(result: CallToolResult) -> list[dict[str, Any]]:
@@ -494,9 +495,9 @@ def _anthropic_blocks(result: CallToolResult) -> list[dict[str, Any]]:
         if isinstance(block, ImageContent) and block.mime_type in _ANTHROPIC_IMAGE_TYPES:
             source = {"type": "base64", "media_type": block.mime_type, "data": block.data}
             blocks.append({"type": "image", "source": source})
-        else:
+        elif _block_text(block):  # Anthropic refuses empty text blocks
             blocks.append({"type": "text", "text": _block_text(block)})
-    if not blocks:
+    if not blocks:  # structuredContent only, or nothing at all
         blocks.append({"type": "text", "text": result_text(result)})
     return blocks
 

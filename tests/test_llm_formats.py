@@ -398,3 +398,16 @@ def test_anthropic_loop_end_to_end() -> None:
     assert body2["messages"][-1] == {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "42"}],
          "is_error": False}]}
+
+
+def test_empty_and_image_only_results_are_never_empty_text() -> None:
+    """Anthropic refuses empty text blocks; an empty result is said in words for every provider."""
+    from mcp_sync._llm_formats import _anthropic_blocks, result_text
+
+    empty = mcp_sync.CallToolResult(content=[mcp_sync.TextContent(text="")])
+    assert result_text(empty) == "(no output)"
+    assert _anthropic_blocks(empty) == [{"type": "text", "text": "(no output)"}]
+    image = mcp_sync.CallToolResult(content=[mcp_sync.ImageContent(data="AAAA", mime_type="image/png")])
+    assert [b["type"] for b in _anthropic_blocks(image)] == ["image"]
+    structured = mcp_sync.CallToolResult(content=[], structured_content={"n": 1})
+    assert _anthropic_blocks(structured) == [{"type": "text", "text": '{"n": 1}'}]
