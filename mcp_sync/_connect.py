@@ -26,9 +26,9 @@ def connect(target: Target, **options: Any) -> Client:
     ``transport``: ``stdio``, ``http``, ``streamable-http``, ``sse``; a remote
     entry may also carry the HTTP options ``verify``, ``cert``, ``proxies``,
     ``connect_timeout``, ``max_retries``). A whole config file (its path, or
-    its dict) with a single server connects to that server. When the command is an existing
-    ``.py`` file it runs with this interpreter; ``.js``/``.mjs``/``.cjs`` run
-    with ``node``.
+    its dict) with a single server connects to that server. When the command
+    is an existing ``.py`` file it runs with this interpreter;
+    ``.js``/``.mjs``/``.cjs`` files run with ``node``.
 
     Example::
 

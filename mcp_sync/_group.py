@@ -169,20 +169,27 @@ class ClientGroup(LLMFormatsMixin):
             if self._state == "open":
                 return self
             clients: dict[str, Client] = {}
+            errors: dict[str, BaseException] = {}
             for name, source in self._sources.items():
                 try:
                     clients[name] = source if isinstance(source, Client) else _client_for(source, **self._options[name])
                 except (ValueError, TypeError, OSError) as exc:  # a bad entry is that server's failure
-                    self.errors[name] = exc
+                    errors[name] = exc
             connects = {name: (client.connect,) for name, client in clients.items()}
-            outcomes = run_concurrently(connects, "group", "connect")
+            try:
+                outcomes = run_concurrently(connects, "group", "connect")
+            except BaseException:  # Ctrl-C while connecting: leave no server running
+                for client in clients.values():
+                    client.close()
+                raise
             for name, client in clients.items():
                 error = outcomes[name][1]
                 if error is None:
                     self.clients[name] = client
                 else:
                     client.close()
-                    self.errors[name] = error
+                    errors[name] = error
+            self.errors.update((name, errors[name]) for name in self._sources if name in errors)  # config order
             self._state = "open"
             for name, error in self.errors.items():
                 log.warning("mcp_sync: server %r failed to connect: %s: %s", name, type(error).__name__, error)
@@ -227,9 +234,8 @@ class ClientGroup(LLMFormatsMixin):
     def _walk(self, kind: str, prefix: bool, **kwargs: Any) -> Iterator[Any]:
         for server, client in self._open_clients().items():
             listed: dict[str, Any] = {}
-            items: Iterator[Any] = {"tool": client.tools, "prompt": client.prompts, "resource": client.resources}[
-                kind
-            ](**kwargs)
+            lister = {"tool": client.tools, "prompt": client.prompts, "resource": client.resources}[kind]
+            items: Iterator[Any] = lister(**kwargs)
             try:
                 for item in items:
                     key = item.uri if kind == "resource" else item.name
