@@ -129,6 +129,7 @@ def _merge_all_of(node: dict[str, Any], root: Mapping[str, Any], seen: tuple) ->
 def _object_root(schema: Any) -> dict[str, Any]:
     """Every API wants an object schema at the root without top-level combinators."""
     root = dict(schema) if isinstance(schema, Mapping) else {}
+    root, _ = _deref(root, root, ())  # {"$ref": "#/definitions/Args", "definitions": ...} (zod-to-json-schema)
     root = _merge_all_of(root, root, ())
     for key in ("anyOf", "oneOf"):
         branches = root.pop(key, None)

@@ -411,3 +411,15 @@ def test_empty_and_image_only_results_are_never_empty_text() -> None:
     assert [b["type"] for b in _anthropic_blocks(image)] == ["image"]
     structured = mcp_sync.CallToolResult(content=[], structured_content={"n": 1})
     assert _anthropic_blocks(structured) == [{"type": "text", "text": '{"n": 1}'}]
+
+
+def test_root_ref_is_followed() -> None:
+    """zod-to-json-schema with a name writes the arguments as a $ref at the root."""
+    schema = {"$ref": "#/definitions/Args", "definitions": {"Args": {
+        "type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}}
+    tool = mcp_sync.Tool(name="search", input_schema=schema)
+    assert mcp_sync.to_anthropic_tools([tool])[0]["input_schema"]["properties"] == {"q": {"type": "string"}}
+    params = mcp_sync.to_gemini_tools([tool])[0]["function_declarations"][0]["parameters"]
+    assert params == {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    strict = mcp_sync.to_openai_tools([tool], strict=True)[0]["function"]
+    assert strict["strict"] is True and strict["parameters"]["required"] == ["q"]
