@@ -235,9 +235,16 @@ def test_prefixed_names_property(pairs: list[tuple[str, str]]) -> None:
             assert name == wanted
 
 
-def test_import_stays_light() -> None:
-    """The new modules add no heavy import to `import mcp_sync`."""
+def test_exports_and_light_import() -> None:
+    """The names of api.md's "Many servers" and "LLM tool formats" sections are exported, and the new
+    modules add no heavy import to `import mcp_sync`."""
     import subprocess
+
+    names = {"ClientGroup", "AmbiguousToolError", "ToolNotFound", "ConfigError", "load_config", "to_openai_tools",
+             "to_anthropic_tools", "to_gemini_tools"}
+    assert names <= set(mcp_sync.__all__)
+    for method in ("to_openai_tools", "to_anthropic_tools", "to_gemini_tools", "run_tool_call"):
+        assert callable(getattr(mcp_sync.Client, method)) and callable(getattr(mcp_sync.ClientGroup, method))
 
     code = "import sys, mcp_sync; print(sorted(m for m in ('requests', 'jsonschema', 'attrs') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30)
