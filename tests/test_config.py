@@ -71,7 +71,8 @@ def test_cursor_config_env_and_remote_headers(tmp_path: Path, monkeypatch: pytes
         path = host_file(tmp_path, "cursor/.cursor/mcp.json", FAKE_HTTP_URL=fake.url)
         servers = mcp_sync.load_config(path)
         assert servers["sdk"]["env"] == {"API_KEY": "k-123", "HOME_DIR": str(Path.home())}
-        with mcp_sync.ClientGroup(path, timeout=30) as group:  # a path works too
+        # a path works too; the SDK server can take > 10 s to start on a loaded machine: its probe waits longer
+        with mcp_sync.ClientGroup(path, timeout=30, options={"sdk": {"probe_timeout": 60}}) as group:
             assert group.errors == {}
             assert group.call_tool("echo", {"a": 1}, server="remote").text
             assert group.call_tool("echo", {"text": "hi"}, server="sdk").text == "hi"

@@ -23,6 +23,7 @@ from conftest import PY, ROOT, SDK_SERVER
 pytestmark = pytest.mark.timeout(90)
 
 LLM = Path(__file__).parent / "data" / "llm"
+SDK_START = {"probe_timeout": 60}
 DEMO_SERVER = str(ROOT / "examples" / "demo_server.py")
 VALID_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$")  # OpenAI, Anthropic and Gemini all take these
 GEMINI_KEYS = {
@@ -43,7 +44,8 @@ def group(everything_js: Path) -> Iterator[mcp_sync.ClientGroup]:
         "everything": {"command": str(everything_js), "args": ["stdio"]},
         "sdk": {"command": PY, "args": [SDK_SERVER, "stdio"]},
     }
-    with mcp_sync.ClientGroup(servers, timeout=30) as group:
+    # SDK_START: the SDK server can take > 10 s to start on a loaded machine; give its probe that long
+    with mcp_sync.ClientGroup(servers, timeout=30, options={"sdk": SDK_START}) as group:
         assert group.errors == {}
         yield group
 
@@ -271,7 +273,7 @@ def test_mcp_errors_and_sdk_objects_become_results(group: mcp_sync.ClientGroup) 
 
 def test_client_methods_map_odd_names_back(no_leaks: None) -> None:
     """On a plain Client, a tool name no LLM API takes gets a valid name that run_tool_call maps back."""
-    with mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], timeout=30) as client:
+    with mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], timeout=30, **SDK_START) as client:
         odd = "ns/tool.with:odd chars"
         client.call_tool("add_tool", {"name": odd})
         client.clear_cache()
