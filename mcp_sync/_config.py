@@ -190,6 +190,28 @@ def _check_entry(entry: Mapping[str, Any], server: str, file: str | None) -> dic
     return out
 
 
+def _read_env_file(path: Path, server: str, file: str | None) -> dict[str, str]:
+    """``KEY=VALUE`` lines of a .env file (``#`` comments, ``export``, quotes allowed)."""
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}", file=file, server=server,
+                          field="envFile") from exc
+    env: dict[str, str] = {}
+    for line in lines:
+        line = line.strip()
+        if line.startswith("export "):
+            line = line[len("export "):].lstrip()
+        key, sep, value = line.partition("=")
+        if not sep or line.startswith("#") or not key.strip():
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        env[key.strip()] = value
+    return env
+
+
 def load_config(source: ConfigSource, inputs: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """Read an MCP server config and return ``{name: entry}`` ready for ``connect()`` or ``ClientGroup``.
 
@@ -200,8 +222,9 @@ def load_config(source: ConfigSource, inputs: Mapping[str, Any] | None = None) -
     string gets ``${VAR}``, ``${env:VAR}`` and ``${VAR:-default}`` from the
     environment, ``${input:NAME}`` from ``inputs``, ``${userHome}`` and
     ``${workspaceFolder}`` (the folder holding ``.vscode``/``.cursor``, or the
-    file's folder). A variable that is not set is an error naming it, never an
-    empty string. Raises :class:`ConfigError` naming the file, server and field.
+    file's folder); VS Code's ``envFile`` is read into ``env``. A variable that
+    is not set is an error naming it, never an empty string. Raises
+    :class:`ConfigError` naming the file, server and field.
 
     Example::
 
@@ -242,5 +265,10 @@ def load_config(source: ConfigSource, inputs: Mapping[str, Any] | None = None) -
         if entry.get("disabled") is True:
             continue
         expanded = {key: expander.expand(value, str(name), key) for key, value in entry.items()}
+        if isinstance(expanded.get("envFile"), str):  # VS Code: variables from a .env file, "env" wins
+            env_file = Path(expanded["envFile"])
+            if workspace is not None and not env_file.is_absolute():
+                env_file = workspace / env_file
+            expanded["env"] = {**_read_env_file(env_file, str(name), file), **(expanded.get("env") or {})}
         entries[str(name)] = _check_entry(expanded, str(name), file)
     return entries

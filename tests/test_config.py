@@ -105,11 +105,13 @@ def test_vscode_mcp_json_with_comments_inputs_and_workspace(tmp_path: Path, ever
     servers = mcp_sync.load_config(path, inputs={"demo-token": "s3cret"})
     assert servers["demo"]["args"] == [str(tmp_path / "vscode" / "demo_server.py")]
     assert servers["everything"]["env"]["DOCS"] == "https://example.com/docs//a,b"  # not a comment, not a comma
+    assert servers["everything"]["env"]["FROM_ENV_FILE"] == "yes, quoted"  # envFile, under "env"
     with mcp_sync.ClientGroup(servers, timeout=30) as group:
         assert group.errors == {}
         assert group.call_tool("echo", {"text": "ws"}, server="demo").text == "ws"
         assert group.call_tool("add", {"a": 4, "b": 5}, server="sdk-http").text == "9"
-        assert env_of(group, "everything")["DEMO_TOKEN"] == "s3cret"
+        child_env = env_of(group, "everything")
+        assert child_env["DEMO_TOKEN"] == "s3cret" and child_env["FROM_ENV_FILE"] == "yes, quoted"
 
 
 def test_vscode_settings_json_with_sse(tmp_path: Path, everything_sse_url: str, no_leaks: None) -> None:
@@ -235,6 +237,7 @@ def test_config_errors(tmp_path: Path) -> None:
         ({"command": "c", "env": {"A": 1}}, "env"),
         ({"type": "http", "command": "c"}, "url"),
         ({"url": "https://a", "headers": {"A": 1}}, "headers"),
+        ({"command": "c", "envFile": str(tmp_path / "missing.env")}, "envFile"),
     ]
     for entry, field in cases:
         with pytest.raises(mcp_sync.ConfigError) as info:
