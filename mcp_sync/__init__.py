@@ -26,9 +26,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from ._client import USE_CLIENT_DEFAULT, Client, ClientState
-from ._config import ConfigError, load_config
 from ._connect import connect
-from ._group import AmbiguousToolError, ClientGroup, ToolNotFound
 from ._handlers import apply_defaults
 from ._lifecycle import LEGACY_VERSIONS, MODERN_VERSIONS
 from ._llm_formats import to_anthropic_tools, to_gemini_tools, to_openai_tools
@@ -79,6 +77,8 @@ from .models import (
 )
 
 if TYPE_CHECKING:
+    from ._config import ConfigError, load_config
+    from ._group import AmbiguousToolError, ClientGroup, ToolNotFound
     from .auth import OAuth
 
 logging.getLogger("mcp_sync").addHandler(logging.NullHandler())
@@ -144,11 +144,21 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    # OAuth loads on first use (hashlib, secrets and the flow code are not needed by
-    # clients without it): keeps ``import mcp_sync`` light.
-    if name == "OAuth":
-        from .auth import OAuth
+# Loaded on first use, to keep ``import mcp_sync`` light: OAuth (hashlib, secrets and the flow
+# code are not needed by clients without it), config files and ClientGroup.
+_LAZY = {
+    "OAuth": "auth",
+    "ConfigError": "_config",
+    "load_config": "_config",
+    "AmbiguousToolError": "_group",
+    "ClientGroup": "_group",
+    "ToolNotFound": "_group",
+}
 
-        return OAuth
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module 'mcp_sync' has no attribute {name!r}")
