@@ -249,3 +249,12 @@ def test_exports_and_light_import() -> None:
     code = "import sys, mcp_sync; print(sorted(m for m in ('requests', 'jsonschema', 'attrs') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30)
     assert "requests" not in out.stdout and "jsonschema" not in out.stdout
+
+
+def test_public_methods_are_documented_with_examples() -> None:
+    import inspect
+
+    for cls in (mcp_sync.ClientGroup,):
+        for name, fn in inspect.getmembers(cls, predicate=inspect.isfunction):
+            doc = inspect.getdoc(fn) or ""
+            assert name.startswith("_") or "xample" in doc or "::" in doc, f"{cls.__name__}.{name}"
