@@ -24,6 +24,7 @@ from ._headers import HEADER_MISMATCH
 from ._hosted_tasks import TASK_METHODS, HostedTasks
 from ._lifecycle import Lifecycle, Negotiated
 from ._listing import ListingMixin
+from ._llm_formats import LLMFormatsMixin
 from ._schemas import ToolSchemas
 from ._sentinels import USE_CLIENT_DEFAULT
 from ._subscriptions import Subscription, Subscriptions
@@ -112,7 +113,7 @@ class ClientState(enum.Enum):
     CLOSED = "closed"  #: close() was called; every request raises ClientStateError
 
 
-class Client(ListingMixin, TasksMixin):
+class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
     """A blocking MCP client. Thread-safe: share one between many threads.
 
     Build one with :meth:`stdio`, :meth:`http`, :meth:`sse` or
