@@ -39,6 +39,7 @@ from .exceptions import (
     CapabilityError,
     ClientStateError,
     ConnectionClosed,
+    HandlerError,
     InputRequiredError,
     MCPError,
     PaginationLimitError,
@@ -50,6 +51,7 @@ from .exceptions import (
     SessionExpiredError,
     ToolError,
     UnsupportedProtocolVersionError,
+    UrlElicitationRequiredError,
 )
 from .models import (
     AudioContent,
@@ -100,6 +102,7 @@ __all__ = [
     "DiscoverResult",
     "EmbeddedResource",
     "GetPromptResult",
+    "HandlerError",
     "ImageContent",
     "InitializeResult",
     "InputRequiredError",
@@ -127,6 +130,7 @@ __all__ = [
     "Tool",
     "ToolError",
     "UnsupportedProtocolVersionError",
+    "UrlElicitationRequiredError",
     "__version__",
     "apply_defaults",
     "connect",
