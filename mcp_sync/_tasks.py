@@ -278,7 +278,7 @@ class TasksMixin:
         return Task.from_wire(self._task_request("tasks/get", handle), handle.era, self)
 
     def update_task(self, task: Task | str, input_responses: Mapping[str, Any]) -> None:
-        """Answer a modern task's ``inputRequests`` (``tasks/update``, X4).
+        """Answer a modern task's ``inputRequests`` (``tasks/update``).
 
         ``input_responses`` maps each input request's key to its answer (what the
         matching handler would return, e.g. an ElicitResult).
@@ -291,7 +291,7 @@ class TasksMixin:
         self._task_request("tasks/update", self._task_handle(task), inputResponses=dict(input_responses))
 
     def cancel_task(self, task: Task | str) -> None:
-        """Ask the server to cancel a task (``tasks/cancel``; cooperative, K5).
+        """Ask the server to cancel a task (``tasks/cancel``; the server stops when it can).
 
         Example: ``client.cancel_task(task)`` (or by id: ``client.cancel_task(task.task_id)``)
         """

@@ -59,7 +59,7 @@ def _required_str(raw: dict[str, Any], key: str, what: str) -> str:
     """A field the spec requires to be a string; anything else is a ProtocolError naming it."""
     value = raw.get(key)
     if not isinstance(value, str):
-        got = "missing" if key not in raw else f"a {type(value).__name__}"
+        got = "nothing" if key not in raw else type(value).__name__
         raise ProtocolError(f"{what}: {key!r} must be a string, got {got}")
     return value
 
