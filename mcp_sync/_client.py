@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import atexit
 import enum
-import inspect
 import logging
 import os
 import threading
@@ -30,7 +29,7 @@ from ._sentinels import USE_CLIENT_DEFAULT
 from ._subscriptions import Subscription, Subscriptions
 from ._tasks import TASKS_EXTENSION, Task, TasksMixin
 from ._threads import Dispatcher, run_concurrently, spawn
-from ._values import Timeout, check_json, check_timeout
+from ._values import Timeout, check_env, check_json, check_timeout, command_line, http_options
 from ._version import __version__
 from .cancellation import CancellationToken
 from .exceptions import (
@@ -87,48 +86,6 @@ _REPEATABLE = frozenset({
     "server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list",
     "resources/read", "prompts/get", "completion/complete", "tasks/get",
 })
-
-
-def _command_line(command: Any, args: Any) -> tuple[str, list[str]]:
-    """``Client.stdio``'s command and args, checked: a str where a list belongs is a TypeError."""
-    if not isinstance(command, (str, os.PathLike)):
-        raise TypeError(f"Client.stdio: command must be a string, not {type(command).__name__}")
-    if args is None:
-        return os.fspath(command), []
-    if isinstance(args, (str, bytes, os.PathLike)):
-        raise TypeError(
-            f"Client.stdio: args must be a list of strings, not {type(args).__name__}; "
-            f"write Client.stdio({os.fspath(command)!r}, [{args!r}]) for one argument"
-        )
-    if not isinstance(args, Sequence) or not all(isinstance(arg, (str, os.PathLike)) for arg in args):
-        raise TypeError(f"Client.stdio: args must be a list of strings, not {args!r:.80}")
-    return os.fspath(command), [os.fspath(arg) for arg in args]
-
-
-def _check_env(env: Any) -> None:
-    if env is None:
-        return
-    if not isinstance(env, Mapping):
-        raise TypeError(f"Client.stdio: env must be a dict of strings, not {type(env).__name__}")
-    for key, value in env.items():
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise TypeError(f"Client.stdio: env must map strings to strings; {key!r}: {value!r:.40} is not")
-
-
-def _http_options(transport: type, where: str, url: Any, **options: Any) -> dict[str, Any]:
-    """The HTTP options to hand to ``transport``, checked; one it does not take yet is a TypeError (never dropped)."""
-    if not isinstance(url, str):
-        raise TypeError(f"{where}: url must be a string, not {type(url).__name__}")
-    options["connect_timeout"] = check_timeout(options["connect_timeout"], "connect_timeout", allow_default=False)
-    retries = options["max_retries"]
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise ValueError(f"{where}: max_retries must be a whole number >= 0, not {retries!r}")
-    given = {key: value for key, value in options.items() if value is not None}
-    accepted = inspect.signature(transport).parameters
-    unsupported = sorted(key for key in given if key not in accepted)
-    if unsupported:
-        raise TypeError(f"{where}: this version's {transport.__name__} does not support {', '.join(unsupported)}")
-    return given
 
 
 #: Clients with a live connection, closed at interpreter exit so no server process is orphaned.
@@ -301,8 +258,8 @@ class Client(ListingMixin, TasksMixin):
         """
         from .transports.stdio import StdioTransport
 
-        program, arguments = _command_line(command, args)
-        _check_env(env)
+        program, arguments = command_line(command, args)
+        check_env(env)
         if cwd is not None and not isinstance(cwd, (str, os.PathLike)):
             raise TypeError(f"Client.stdio: cwd must be a path or None, not {type(cwd).__name__}")
 
@@ -373,13 +330,13 @@ class Client(ListingMixin, TasksMixin):
         """
         from .transports.http import HttpTransport
 
-        http_options = _http_options(
+        transport_options = http_options(
             HttpTransport, "Client.http", url, session=session, verify=verify, cert=cert, proxies=proxies,
             connect_timeout=connect_timeout, max_retries=max_retries,
         )
         return cls(
             lambda: HttpTransport(url, headers=headers, auth=auth, max_message_bytes=max_message_bytes,
-                                  **http_options),
+                                  **transport_options),
             name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
             timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,
             input_required_max_rounds=input_required_max_rounds, on_elicitation=on_elicitation,
@@ -432,13 +389,13 @@ class Client(ListingMixin, TasksMixin):
         """
         from .transports.sse import SseTransport
 
-        http_options = _http_options(
+        transport_options = http_options(
             SseTransport, "Client.sse", url, session=session, verify=verify, cert=cert, proxies=proxies,
             connect_timeout=connect_timeout, max_retries=max_retries,
         )
         return cls(
             lambda: SseTransport(url, headers=headers, auth=auth, max_message_bytes=max_message_bytes,
-                                 **http_options),
+                                 **transport_options),
             name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
             timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,
             input_required_max_rounds=input_required_max_rounds, on_elicitation=on_elicitation,
@@ -831,7 +788,7 @@ class Client(ListingMixin, TasksMixin):
         if method == "notifications/message":
             negotiated = self._negotiated
             name = (negotiated.server_implementation or {}).get("name") if negotiated else None
-            logger = logging.getLogger(f"mcp_sync.server.{name or 'unknown'}")
+            logger = logging.getLogger(f"mcp_sync.server.{name if isinstance(name, str) and name else 'unknown'}")
             mcp_level = params.get("level")
             level = _LOG_LEVELS.get(mcp_level, logging.INFO) if isinstance(mcp_level, str) else logging.INFO
             if logger.isEnabledFor(level):
@@ -1153,8 +1110,8 @@ class Client(ListingMixin, TasksMixin):
 
         Example: ``client.set_log_level("debug")`` (messages go to the ``mcp_sync.server.<name>`` logger)
         """
-        if level not in _LOG_LEVELS:
-            raise ValueError(f"level must be one of {list(_LOG_LEVELS)}, not {level!r}")
+        if not isinstance(level, str) or level not in _LOG_LEVELS:
+            raise ValueError(f"level must be one of {list(_LOG_LEVELS)}, not {level!r:.40}")
         self._lifecycle.log_level = level
         if self._connected().era == "legacy":
             self._require("logging", "logging/setLevel")

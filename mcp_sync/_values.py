@@ -1,4 +1,4 @@
-"""Checking what goes out and copying what came in: timeouts, JSON values.
+"""Checking what goes out and copying what came in: timeouts, JSON values, constructor arguments.
 
 Everything here is called before anything is sent, so a bad argument fails at
 once with a ``TypeError``/``ValueError`` naming it, never with a server error,
@@ -9,8 +9,10 @@ other.
 
 from __future__ import annotations
 
+import inspect
 import math
-from typing import Any, Union
+import os
+from typing import Any, Mapping, Sequence, Union
 
 from ._sentinels import USE_CLIENT_DEFAULT, _Default
 
@@ -113,3 +115,45 @@ def copy_json(value: Any) -> Any:
             else:
                 target.append(copied)
     return root
+
+
+def command_line(command: Any, args: Any) -> tuple[str, list[str]]:
+    """``Client.stdio``'s command and args, checked: a str where a list belongs is a TypeError."""
+    if not isinstance(command, (str, os.PathLike)):
+        raise TypeError(f"Client.stdio: command must be a string, not {type(command).__name__}")
+    if args is None:
+        return os.fspath(command), []
+    if isinstance(args, (str, bytes, os.PathLike)):
+        raise TypeError(
+            f"Client.stdio: args must be a list of strings, not {type(args).__name__}; "
+            f"write Client.stdio({os.fspath(command)!r}, [{args!r}]) for one argument"
+        )
+    if not isinstance(args, Sequence) or not all(isinstance(arg, (str, os.PathLike)) for arg in args):
+        raise TypeError(f"Client.stdio: args must be a list of strings, not {args!r:.80}")
+    return os.fspath(command), [os.fspath(arg) for arg in args]
+
+
+def check_env(env: Any) -> None:
+    if env is None:
+        return
+    if not isinstance(env, Mapping):
+        raise TypeError(f"Client.stdio: env must be a dict of strings, not {type(env).__name__}")
+    for key, value in env.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError(f"Client.stdio: env must map strings to strings; {key!r}: {value!r:.40} is not")
+
+
+def http_options(transport: type, where: str, url: Any, **options: Any) -> dict[str, Any]:
+    """The HTTP options to hand to ``transport``, checked; one it does not take yet is a TypeError (never dropped)."""
+    if not isinstance(url, str):
+        raise TypeError(f"{where}: url must be a string, not {type(url).__name__}")
+    options["connect_timeout"] = check_timeout(options["connect_timeout"], "connect_timeout", allow_default=False)
+    retries = options["max_retries"]
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ValueError(f"{where}: max_retries must be a whole number >= 0, not {retries!r}")
+    given = {key: value for key, value in options.items() if value is not None}
+    accepted = inspect.signature(transport).parameters
+    unsupported = sorted(key for key in given if key not in accepted)
+    if unsupported:
+        raise TypeError(f"{where}: this version's {transport.__name__} does not support {', '.join(unsupported)}")
+    return given
