@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import attrs
 
 from ._sentinels import USE_CLIENT_DEFAULT
-from ._values import Timeout, check_timeout
+from ._values import Timeout, check_json, check_timeout
 from .cancellation import CancellationToken
 from .exceptions import Cancelled, CapabilityError, ProtocolError, RequestTimeout, server_error_from
 from .models import CallToolResult, _opt_int, _opt_str, _required_str, ttl_ms
@@ -288,7 +288,11 @@ class TasksMixin:
             requests = client.get_task(task).raw.get("inputRequests", {})
             client.update_task(task, {key: {"action": "accept", "content": {"ok": True}} for key in requests})
         """
-        self._task_request("tasks/update", self._task_handle(task), inputResponses=dict(input_responses))
+        if not isinstance(input_responses, Mapping):
+            raise TypeError(f"update_task: input_responses must be a dict, not {type(input_responses).__name__}")
+        responses = dict(input_responses)
+        check_json(responses, "update_task: input_responses")
+        self._task_request("tasks/update", self._task_handle(task), inputResponses=responses)
 
     def cancel_task(self, task: Task | str) -> None:
         """Ask the server to cancel a task (``tasks/cancel``; the server stops when it can).
@@ -309,6 +313,8 @@ class TasksMixin:
     def _task_handle(self, task: Task | str) -> Task:
         if isinstance(task, Task):
             return task
+        if not isinstance(task, str):
+            raise TypeError(f"task must be a Task or a task id string, not {type(task).__name__}")
         return Task(task_id=task, status="working", era=self._connected().era, client=self)
 
     def _task_result(self, task: Task, timeout: float | None) -> CallToolResult:
