@@ -124,6 +124,15 @@ class Client(ListingMixin, TasksMixin):
     :meth:`close`. Every method may be called from any thread, including from
     inside a callback (callbacks run on the client's dispatch thread).
 
+    Handlers: ``on_elicitation(params) -> ElicitResult`` (``url_elicitation=True``
+    also accepts URL-mode requests), ``on_sampling(params) -> CreateMessageResult``,
+    ``on_roots`` (a list, or a callable returning one). A handler that raises, or
+    answers with something invalid, makes the call that led the server to ask
+    raise :class:`HandlerError` (its exception as ``__cause__``), in both eras;
+    raise :class:`ServerRequestError` to refuse on purpose. Arguments are
+    checked before anything is sent: a wrong type is a TypeError, a value JSON
+    cannot carry (NaN, infinity, a lone surrogate) a ValueError, naming it.
+
     Example::
 
         with mcp_sync.Client.stdio("python", ["server.py"]) as client:
