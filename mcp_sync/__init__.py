@@ -41,6 +41,7 @@ from .exceptions import (
     CapabilityError,
     ClientStateError,
     ConnectionClosed,
+    HandlerError,
     InputRequiredError,
     InsufficientScopeError,
     MCPError,
@@ -53,6 +54,7 @@ from .exceptions import (
     SessionExpiredError,
     ToolError,
     UnsupportedProtocolVersionError,
+    UrlElicitationRequiredError,
 )
 from .models import (
     AudioContent,
@@ -109,6 +111,7 @@ __all__ = [
     "EmbeddedResource",
     "FileTokenStore",
     "GetPromptResult",
+    "HandlerError",
     "ImageContent",
     "InitializeResult",
     "InputRequiredError",
@@ -139,6 +142,7 @@ __all__ = [
     "ToolError",
     "ToolNotFound",
     "UnsupportedProtocolVersionError",
+    "UrlElicitationRequiredError",
     "__version__",
     "apply_defaults",
     "browser_authorize",

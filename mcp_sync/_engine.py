@@ -130,6 +130,7 @@ class Engine:
         headers: Mapping[str, str] | None = None,
         cancel_on_timeout: bool = True,
         on_stream: NotificationCallback | None = None,
+        on_request_id: Callable[[Any], None] | None = None,
     ) -> dict[str, Any]:
         """Send a request and block for its result (a dict).
 
@@ -145,6 +146,8 @@ class Engine:
             raise Cancelled(f"{method} cancelled before it was sent", reason=cancel.reason, method=method)
         self._check_open(method)
         request_id = next(self._ids)
+        if on_request_id is not None:  # the caller's errors name the request (ToolError, ResourceNotFound)
+            on_request_id(request_id)
         params = dict(params) if params else {}
         # Callbacks must all run before the call returns: route the answer through
         # the dispatch queue too, except when the caller *is* the dispatch thread.
