@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import enum
 import logging
+import os
 import threading
 import time
 import weakref
@@ -24,11 +25,13 @@ from ._headers import HEADER_MISMATCH
 from ._hosted_tasks import TASK_METHODS, HostedTasks
 from ._lifecycle import Lifecycle, Negotiated
 from ._listing import ListingMixin
+from ._llm_formats import LLMFormatsMixin
 from ._schemas import ToolSchemas
 from ._sentinels import USE_CLIENT_DEFAULT
 from ._subscriptions import Subscription, Subscriptions
 from ._tasks import TASKS_EXTENSION, Task, TasksMixin
 from ._threads import Dispatcher, run_concurrently, spawn
+from ._values import Timeout, check_env, check_json, check_timeout, command_line, http_options
 from ._version import __version__
 from .cancellation import CancellationToken
 from .exceptions import (
@@ -37,6 +40,7 @@ from .exceptions import (
     CapabilityError,
     ClientStateError,
     ConnectionClosed,
+    HandlerError,
     InputRequiredError,
     MCPError,
     ProtocolError,
@@ -64,16 +68,19 @@ log = logging.getLogger("mcp_sync")
 T = TypeVar("T")
 
 
+#: The server's log levels (syslog's eight) as standard logging levels; the three logging
+#: has no name for keep theirs in the message ("[notice] ...").
 _LOG_LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
-    "notice": logging.INFO + 5,
+    "notice": logging.INFO,
     "warning": logging.WARNING,
     "error": logging.ERROR,
     "critical": logging.CRITICAL,
-    "alert": logging.CRITICAL + 5,
-    "emergency": logging.CRITICAL + 9,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
 }
+_UNNAMED_LOG_LEVELS = ("notice", "alert", "emergency")
 _INPUT_METHODS_ALLOWED = ("tools/call", "resources/read", "prompts/get")  # R1
 _LOAD_SHED_BACKOFF = (0.05, 0.25)  # first delay, cap (seconds)
 RELATED_TASK = "io.modelcontextprotocol/related-task"
@@ -112,13 +119,22 @@ class ClientState(enum.Enum):
     CLOSED = "closed"  #: close() was called; every request raises ClientStateError
 
 
-class Client(ListingMixin, TasksMixin):
+class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
     """A blocking MCP client. Thread-safe: share one between many threads.
 
     Build one with :meth:`stdio`, :meth:`http`, :meth:`sse` or
     :func:`mcp_sync.connect`; use it as a context manager or call
     :meth:`close`. Every method may be called from any thread, including from
     inside a callback (callbacks run on the client's dispatch thread).
+
+    Handlers: ``on_elicitation(params) -> ElicitResult`` (``url_elicitation=True``
+    also accepts URL-mode requests), ``on_sampling(params) -> CreateMessageResult``,
+    ``on_roots`` (a list, or a callable returning one). A handler that raises, or
+    answers with something invalid, makes the call that led the server to ask
+    raise :class:`HandlerError` (its exception as ``__cause__``), in both eras;
+    raise :class:`ServerRequestError` to refuse on purpose. Arguments are
+    checked before anything is sent: a wrong type is a TypeError, a value JSON
+    cannot carry (NaN, infinity, a lone surrogate) a ValueError, naming it.
 
     Example::
 
@@ -152,9 +168,11 @@ class Client(ListingMixin, TasksMixin):
         restart: bool = True,
         validate_output: str | bool = "warn",
         validate_input: bool = False,
+        url_elicitation: bool = False,
+        name: str | None = None,
     ) -> None:
-        if timeout is not None and timeout <= 0:
-            raise ValueError("timeout must be positive or None")
+        timeout = check_timeout(timeout, allow_default=False)
+        probe_timeout = check_timeout(probe_timeout, "probe_timeout", allow_default=False)
         if max_pages < 1 or input_required_max_rounds < 1:
             raise ValueError("max_pages and input_required_max_rounds must be at least 1")
         if log_level is not None and log_level not in _LOG_LEVELS:
@@ -182,6 +200,7 @@ class Client(ListingMixin, TasksMixin):
             sampling_tools=sampling_tools,
             host_tasks=host_tasks,
             extensions=dict(extensions or {}),
+            url_elicitation=url_elicitation,
         )
         self._hosted_tasks = HostedTasks("client")
         self._lifecycle = Lifecycle(
@@ -203,27 +222,52 @@ class Client(ListingMixin, TasksMixin):
         self._dispatcher: Dispatcher | None = None
 
     # -- constructors -------------------------------------------------------------
+    # Each factory spells out every Client option (a typed API: a misspelt option is a
+    # TypeError at once and a mypy error), then hands them to __init__ unchanged.
 
     @classmethod
     def stdio(
         cls,
-        command: str,
-        args: Sequence[str] | None = None,
+        command: str | os.PathLike[str],
+        args: Sequence[str | os.PathLike[str]] | None = None,
         env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
         *,
         inherit_env: bool = False,
         stderr: Any = None,
-        **options: Any,
+        name: str | None = None,
+        client_info: Mapping[str, Any] | None = None,
+        mode: str = "auto",
+        protocol_version: str | None = None,
+        timeout: float | None = 60.0,
+        probe_timeout: float | None = 10.0,
+        max_message_bytes: int = 64 * 1024 * 1024,
+        max_pages: int = 1000,
+        input_required_max_rounds: int = 10,
+        on_elicitation: Callable[[dict], dict] | None = None,
+        on_sampling: Callable[[dict], dict] | None = None,
+        on_roots: Roots | None = None,
+        on_notification: Callable[[str, dict], None] | None = None,
+        log_level: str | None = None,
+        extensions: Mapping[str, Any] | None = None,
+        cache: bool = True,
+        sampling_tools: bool = False,
+        host_tasks: bool = False,
+        restart: bool = True,
+        url_elicitation: bool = False,
+        validate_output: str | bool = "warn",
+        validate_input: bool = False,
     ) -> Client:
         """A client for a server run as a subprocess (stdio transport).
 
-        ``command`` is resolved on ``PATH``; the child gets an allow-listed
-        environment (HOME, LOGNAME, PATH, SHELL, TERM, USER, ...) with ``env``
-        on top, or the whole environment with ``inherit_env=True``. ``stderr``:
-        None logs the server's stderr to ``mcp_sync.stderr.<server>``; or a file,
-        or a callable taking each line. If the server dies, the next request
-        starts it again (T6); ``restart=False`` turns that off.
+        ``command`` is resolved on ``PATH``; ``args`` is a list of strings (not
+        one string). The child gets an allow-listed environment (HOME, LOGNAME,
+        PATH, SHELL, TERM, USER, ...) with ``env`` on top, or the whole
+        environment with ``inherit_env=True``. ``stderr``: None logs the
+        server's stderr to ``mcp_sync.stderr.<server>``; or a file, or a
+        callable taking each line. If the server dies, the next request starts
+        it again; ``restart=False`` turns that off. The other options are the
+        :class:`Client` options.
 
         Example::
 
@@ -231,24 +275,74 @@ class Client(ListingMixin, TasksMixin):
         """
         from .transports.stdio import StdioTransport
 
-        max_bytes = options.get("max_message_bytes", 64 * 1024 * 1024)
+        program, arguments = command_line(command, args)
+        check_env(env)
+        if cwd is not None and not isinstance(cwd, (str, os.PathLike)):
+            raise TypeError(f"Client.stdio: cwd must be a path or None, not {type(cwd).__name__}")
 
         def factory() -> Transport:
             return StdioTransport(
-                command,
-                args or (),
+                program,
+                arguments,
                 env=env,
                 cwd=cwd,
                 inherit_env=inherit_env,
                 stderr=stderr,
-                max_message_bytes=max_bytes,
+                max_message_bytes=max_message_bytes,
             )
 
-        return cls(factory, **options)
+        return cls(
+            factory, name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
+            timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,
+            input_required_max_rounds=input_required_max_rounds, on_elicitation=on_elicitation,
+            on_sampling=on_sampling, on_roots=on_roots, on_notification=on_notification, log_level=log_level,
+            extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
+            restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
+            validate_input=validate_input,
+        )
 
     @classmethod
-    def http(cls, url: str, headers: Mapping[str, str] | None = None, auth: Any = None, **options: Any) -> Client:
+    def http(
+        cls,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        auth: Any = None,
+        *,
+        session: Any = None,
+        verify: bool | str | None = None,
+        cert: str | tuple[str, str] | None = None,
+        proxies: Mapping[str, str] | None = None,
+        connect_timeout: float = 10.0,
+        max_retries: int = 3,
+        name: str | None = None,
+        client_info: Mapping[str, Any] | None = None,
+        mode: str = "auto",
+        protocol_version: str | None = None,
+        timeout: float | None = 60.0,
+        probe_timeout: float | None = 10.0,
+        max_message_bytes: int = 64 * 1024 * 1024,
+        max_pages: int = 1000,
+        input_required_max_rounds: int = 10,
+        on_elicitation: Callable[[dict], dict] | None = None,
+        on_sampling: Callable[[dict], dict] | None = None,
+        on_roots: Roots | None = None,
+        on_notification: Callable[[str, dict], None] | None = None,
+        log_level: str | None = None,
+        extensions: Mapping[str, Any] | None = None,
+        cache: bool = True,
+        sampling_tools: bool = False,
+        host_tasks: bool = False,
+        restart: bool = True,
+        url_elicitation: bool = False,
+        validate_output: str | bool = "warn",
+        validate_input: bool = False,
+    ) -> Client:
         """A client for a Streamable HTTP server (falls back to HTTP+SSE for old servers).
+
+        HTTP options: ``session`` (your ``requests.Session``, used as is),
+        ``verify`` (bool or CA bundle path), ``cert``, ``proxies``,
+        ``connect_timeout`` (seconds) and ``max_retries`` (only where nothing
+        reached the server). The other options are the :class:`Client` options.
 
         Example::
 
@@ -256,15 +350,61 @@ class Client(ListingMixin, TasksMixin):
         """
         from .transports.http import HttpTransport
 
-        max_bytes = options.get("max_message_bytes", 64 * 1024 * 1024)
+        transport_options = http_options(
+            HttpTransport, "Client.http", url, session=session, verify=verify, cert=cert, proxies=proxies,
+            connect_timeout=connect_timeout, max_retries=max_retries,
+        )
         return cls(
-            lambda: HttpTransport(url, headers=headers, auth=auth, max_message_bytes=max_bytes),
-            **options,
+            lambda: HttpTransport(url, headers=headers, auth=auth, max_message_bytes=max_message_bytes,
+                                  **transport_options),
+            name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
+            timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,
+            input_required_max_rounds=input_required_max_rounds, on_elicitation=on_elicitation,
+            on_sampling=on_sampling, on_roots=on_roots, on_notification=on_notification, log_level=log_level,
+            extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
+            restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
+            validate_input=validate_input,
         )
 
     @classmethod
-    def sse(cls, url: str, headers: Mapping[str, str] | None = None, auth: Any = None, **options: Any) -> Client:
+    def sse(
+        cls,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        auth: Any = None,
+        *,
+        session: Any = None,
+        verify: bool | str | None = None,
+        cert: str | tuple[str, str] | None = None,
+        proxies: Mapping[str, str] | None = None,
+        connect_timeout: float = 10.0,
+        max_retries: int = 3,
+        name: str | None = None,
+        client_info: Mapping[str, Any] | None = None,
+        mode: str = "legacy",
+        protocol_version: str | None = None,
+        timeout: float | None = 60.0,
+        probe_timeout: float | None = 10.0,
+        max_message_bytes: int = 64 * 1024 * 1024,
+        max_pages: int = 1000,
+        input_required_max_rounds: int = 10,
+        on_elicitation: Callable[[dict], dict] | None = None,
+        on_sampling: Callable[[dict], dict] | None = None,
+        on_roots: Roots | None = None,
+        on_notification: Callable[[str, dict], None] | None = None,
+        log_level: str | None = None,
+        extensions: Mapping[str, Any] | None = None,
+        cache: bool = True,
+        sampling_tools: bool = False,
+        host_tasks: bool = False,
+        restart: bool = True,
+        url_elicitation: bool = False,
+        validate_output: str | bool = "warn",
+        validate_input: bool = False,
+    ) -> Client:
         """A client for a deprecated HTTP+SSE (2024-11-05) server; always legacy.
+
+        Takes the HTTP options of :meth:`http` and the :class:`Client` options.
 
         Example::
 
@@ -272,11 +412,20 @@ class Client(ListingMixin, TasksMixin):
         """
         from .transports.sse import SseTransport
 
-        max_bytes = options.get("max_message_bytes", 64 * 1024 * 1024)
-        options.setdefault("mode", "legacy")
+        transport_options = http_options(
+            SseTransport, "Client.sse", url, session=session, verify=verify, cert=cert, proxies=proxies,
+            connect_timeout=connect_timeout, max_retries=max_retries,
+        )
         return cls(
-            lambda: SseTransport(url, headers=headers, auth=auth, max_message_bytes=max_bytes),
-            **options,
+            lambda: SseTransport(url, headers=headers, auth=auth, max_message_bytes=max_message_bytes,
+                                 **transport_options),
+            name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
+            timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,
+            input_required_max_rounds=input_required_max_rounds, on_elicitation=on_elicitation,
+            on_sampling=on_sampling, on_roots=on_roots, on_notification=on_notification, log_level=log_level,
+            extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
+            restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
+            validate_input=validate_input,
         )
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -418,7 +567,7 @@ class Client(ListingMixin, TasksMixin):
         method: str,
         params: dict[str, Any] | None = None,
         *,
-        timeout: Any = USE_CLIENT_DEFAULT,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
@@ -427,13 +576,21 @@ class Client(ListingMixin, TasksMixin):
         extensions: Mapping[str, Any] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
+        on_request_id: Callable[[Any], None] | None = None,
     ) -> dict[str, Any]:
         """The one request path: envelope, engine, resultType check.
 
         ``headers`` are extra HTTP headers for this request (x-mcp-header);
         ``on_stream`` receives the notifications of a subscription stream;
-        ``extensions`` are declared on this request only (E3: per request).
+        ``extensions`` are declared on this request only (E3: per request);
+        ``on_request_id`` is told each JSON-RPC id used, so errors can name it.
         """
+        timeout = check_timeout(timeout)
+        max_total_timeout = check_timeout(max_total_timeout, "max_total_timeout", allow_default=False)
+        if meta is not None:
+            if not isinstance(meta, Mapping):
+                raise TypeError(f"{method}: meta must be a dict, not {type(meta).__name__}")
+            check_json(dict(meta), f"{method}: meta")
         negotiated = self._connected()
         engine = self._engine
         if engine is None:
@@ -445,9 +602,14 @@ class Client(ListingMixin, TasksMixin):
             "progress": progress,
             "headers": headers,
             "on_stream": on_stream,
-            "reset_timeout_on_progress": reset_timeout_on_progress,
-            "max_total_timeout": max_total_timeout,
         }
+        if on_request_id is not None:
+            options["on_request_id"] = on_request_id
+        # Passed only when asked for, so an engine without them still serves every other call.
+        if reset_timeout_on_progress:
+            options["reset_timeout_on_progress"] = True
+        if max_total_timeout is not None:
+            options["max_total_timeout"] = max_total_timeout
         try:
             result = engine.request(method, wire_params, **options)
         except ConnectionClosed:
@@ -455,7 +617,7 @@ class Client(ListingMixin, TasksMixin):
             # re-issued once, as a new request with a new id, if it is safe to repeat.
             if not (engine.alive and negotiated.era == "modern" and method in _REPEATABLE):
                 raise
-            log.info("mcp_sync: %s: the answer stream broke; sending it again (H13)", method)
+            log.info("mcp_sync: %s: the answer stream broke; sending it again", method)
             result = engine.request(method, wire_params, **options)
         kind = result.get("resultType", "complete")  # J5: absent means complete
         if kind == "complete" or negotiated.era == "legacy":
@@ -470,10 +632,24 @@ class Client(ListingMixin, TasksMixin):
         return TASKS_EXTENSION in (extensions or {}) or TASKS_EXTENSION in self._handlers.extensions
 
     def _send_with_input(self, method: str, params: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        """Send, then drive ``input_required`` rounds (MRTR, R2-R8) to a complete result."""
+        """Send, then drive ``input_required`` rounds (MRTR, R2-R8) to a complete result.
+
+        A handler that fails makes this raise its HandlerError in both eras (legacy
+        servers ask with requests of their own: see Handlers.attributing_failures).
+        """
+        with self._handlers.attributing_failures():
+            return self._input_rounds(method, params, **kwargs)
+
+    def _input_rounds(self, method: str, params: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         responses = kwargs.pop("input_responses", None)
         state = kwargs.pop("request_state", None)
         cache = kwargs.pop("cache", None)
+        if responses is not None:
+            if not isinstance(responses, Mapping):
+                raise TypeError(f"{method}: input_responses must be a dict, not {type(responses).__name__}")
+            check_json(dict(responses), f"{method}: input_responses")
+        if state is not None and not isinstance(state, str):
+            raise TypeError(f"{method}: request_state must be the string the server sent, not {type(state).__name__}")
         delay = _LOAD_SHED_BACKOFF[0]
         for _round in range(self.input_required_max_rounds + 1):
             round_params = dict(params)
@@ -535,7 +711,7 @@ class Client(ListingMixin, TasksMixin):
                     method=method,
                 ) from error
             if error is not None:
-                raise error
+                raise error  # a HandlerError (MCPError) with the handler's exception as __cause__
             answers[key] = value
         return answers
 
@@ -636,11 +812,13 @@ class Client(ListingMixin, TasksMixin):
         if method == "notifications/message":
             negotiated = self._negotiated
             name = (negotiated.server_implementation or {}).get("name") if negotiated else None
-            logger = logging.getLogger(f"mcp_sync.server.{name or 'unknown'}")
-            level = _LOG_LEVELS.get(str(params.get("level")), logging.INFO)
+            logger = logging.getLogger(f"mcp_sync.server.{name if isinstance(name, str) and name else 'unknown'}")
+            mcp_level = params.get("level")
+            level = _LOG_LEVELS.get(mcp_level, logging.INFO) if isinstance(mcp_level, str) else logging.INFO
             if logger.isEnabledFor(level):
                 source = params.get("logger")
-                logger.log(level, "[%s] %s" if source else "%s%s", source or "", params.get("data"))
+                tag = f"[{mcp_level}] " if mcp_level in _UNNAMED_LOG_LEVELS else ""
+                logger.log(level, "%s[%s] %s" if source else "%s%s%s", tag, source or "", params.get("data"))
         self._subscriptions.dispatch(method, params)  # legacy: the session's own stream (LG9)
         if self.on_notification is not None:
             self.on_notification(method, params)
@@ -652,8 +830,13 @@ class Client(ListingMixin, TasksMixin):
                 return self._hosted_tasks.answer(method, params)
             if isinstance(params.get("task"), dict) and method in ("sampling/createMessage", "elicitation/create"):
                 return self._hosted_tasks.start(params, lambda: self._handlers.answer(method, params))
-        result = self._handlers.answer(method, params)
-        related = (params.get("_meta") or {}).get(RELATED_TASK)
+        try:
+            result = self._handlers.answer(method, params)
+        except HandlerError as exc:
+            self._handlers.failed(exc)  # the call in flight raises it too, as on a modern server
+            raise
+        meta = params.get("_meta")
+        related = meta.get(RELATED_TASK) if isinstance(meta, dict) else None
         if related is not None:  # LG12: answers about a task carry its id back
             result = {**result, "_meta": {**(result.get("_meta") or {}), RELATED_TASK: related}}
         return result
@@ -661,17 +844,40 @@ class Client(ListingMixin, TasksMixin):
     def set_roots(self, roots: Roots) -> None:
         """Replace the roots given to the server (a list, or a callable asked each time).
 
-        Legacy servers are told with ``notifications/roots/list_changed`` (LG10);
-        modern servers ask for roots per request, so they see the new ones next time.
+        Legacy servers are told with ``notifications/roots/list_changed``; modern
+        servers ask for roots per request, so they see the new ones next time.
 
         Example: ``client.set_roots(["file:///home/me/project"])``
         """
+        if isinstance(roots, (str, bytes)) or not (callable(roots) or isinstance(roots, Sequence)):
+            raise TypeError(f"set_roots: roots must be a list of URIs or a callable, not {type(roots).__name__}")
         self._handlers.on_roots = roots
         negotiated = self._negotiated
         if negotiated is not None and negotiated.era == "legacy" and self._engine is not None:
             self._engine.notify("notifications/roots/list_changed")
 
     # -- operations ---------------------------------------------------------------------
+    # Every public method spells out its options; each checks its arguments before
+    # anything is sent (TypeError/ValueError naming the parameter), so a server never
+    # sees NaN, a lone surrogate or a list where an object belongs.
+
+    def _tool_arguments(
+        self, label: str, name: Any, arguments: Any, meta: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        """A tool call's name and arguments, checked; returns the arguments as a dict."""
+        if not isinstance(name, str):
+            raise TypeError(f"{label}: the tool name must be a string, not {type(name).__name__}")
+        check_json(name, f"{label}: the tool name")
+        if arguments is None:
+            return {}
+        if not isinstance(arguments, Mapping):
+            raise TypeError(
+                f"{label}({name!r}): arguments must be a dict of argument names to values, "
+                f"not {type(arguments).__name__}"
+            )
+        args = dict(arguments)
+        check_json(args, f"{label}({name!r}): argument")
+        return args
 
     def call_tool(
         self,
@@ -679,46 +885,57 @@ class Client(ListingMixin, TasksMixin):
         arguments: Mapping[str, Any] | None = None,
         *,
         validate: bool | None = None,
-        timeout: Any = USE_CLIENT_DEFAULT,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
         progress: ProgressCallback | None = None,
         cancel: CancellationToken | None = None,
         meta: Mapping[str, Any] | None = None,
         raise_on_error: bool = False,
         input_responses: Mapping[str, Any] | None = None,
         request_state: str | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
     ) -> CallToolResult:
         """Call a tool and return its :class:`CallToolResult`.
 
         ``progress(progress, total, message)`` runs on the dispatch thread for
-        each progress notification, all before this returns. ``raise_on_error``
-        turns an ``isError`` result into :class:`ToolError`. ``name`` may be a
-        :class:`Tool`. ``validate=True`` checks the arguments against the tool's
-        ``inputSchema`` first (:class:`InvalidArguments`, nothing sent; default:
-        the client's ``validate_input``); the result is checked against its
-        ``outputSchema`` as the client's ``validate_output`` says.
+        each progress notification, all before this returns. With
+        ``reset_timeout_on_progress=True`` each progress notification restarts
+        ``timeout``; ``max_total_timeout`` bounds the whole call. ``raise_on_error``
+        turns an ``isError`` result into :class:`ToolError`. ``arguments`` must
+        be JSON: NaN, infinities and lone surrogates raise ValueError before
+        anything is sent. ``name`` may be a :class:`Tool`. ``validate=True``
+        checks the arguments against the tool's ``inputSchema`` first
+        (:class:`InvalidArguments`, nothing sent; default: the client's
+        ``validate_input``); the result is checked against its ``outputSchema``
+        as the client's ``validate_output`` says.
 
         Example::
 
             result = client.call_tool("echo", {"text": "hi"}, timeout=5)
             print(result.text)
         """
-        self._require("tools", "tools/call")
         tool = name if isinstance(name, Tool) else None
-        name = tool.name if tool is not None else str(name)
-        args = dict(arguments or {})
-        self._schemas.check_arguments(self, name, tool, args, validate)
+        tool_name = name.name if isinstance(name, Tool) else name
+        args = self._tool_arguments("call_tool", tool_name, arguments, meta)
+        timeout = check_timeout(timeout)
+        self._require("tools", "tools/call")
+        self._schemas.check_arguments(self, tool_name, tool, args, validate)
+        request_ids: list[Any] = []
 
         def send() -> dict[str, Any]:
             return self._send_with_input(
                 "tools/call",
-                {"name": name, "arguments": args},
+                {"name": tool_name, "arguments": args},
                 timeout=timeout,
                 progress=progress,
                 cancel=cancel,
                 meta=meta,
                 input_responses=input_responses,
                 request_state=request_state,
-                headers=self._param_headers(name, args),
+                headers=self._param_headers(tool_name, args),
+                reset_timeout_on_progress=reset_timeout_on_progress,
+                max_total_timeout=max_total_timeout,
+                on_request_id=request_ids.append,
             )
 
         try:
@@ -726,7 +943,7 @@ class Client(ListingMixin, TasksMixin):
         except ServerError as exc:
             if exc.code != HEADER_MISMATCH or not self._mirrors_param_headers():
                 raise
-            log.info("mcp_sync: %s answered HeaderMismatch for %r; listing tools again (H10)", self, name)
+            log.info("mcp_sync: %s answered HeaderMismatch for %r; listing tools again", self, tool_name)  # H10
             list(self.tools())  # refreshes the remembered schemas
             raw = send()  # once: a second mismatch is raised
         if raw.get("resultType") == "task":  # X2: a task handle, unasked: wait for it like a call
@@ -734,37 +951,110 @@ class Client(ListingMixin, TasksMixin):
             result = Task.from_wire(raw, "modern", self).wait(timeout=wait)
         else:
             result = CallToolResult.from_wire(raw)
-        self._schemas.check_result(self, name, tool, result)
+        self._schemas.check_result(self, tool_name, tool, result)
         if raise_on_error and result.is_error:
-            raise ToolError(f"tool {name!r} failed: {result.text[:200]}", result=result, method="tools/call")
+            raise ToolError(
+                f"tool {tool_name!r} failed: {result.text[:200]}",
+                result=result,
+                method="tools/call",
+                request_id=request_ids[-1] if request_ids else None,
+            )
         return result
 
-    def read_resource(self, uri: str, **kwargs: Any) -> ReadResourceResult:
+    def read_resource(
+        self,
+        uri: str,
+        *,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        cache: str | None = None,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> ReadResourceResult:
         """Read a resource. Raises :class:`ResourceNotFound` if it does not exist.
 
         ``cache="use"|"refresh"|"bypass"``: see :meth:`clear_cache`.
 
         Example: ``text = client.read_resource("file:///notes.txt").text``
         """
+        if not isinstance(uri, str):
+            raise TypeError(f"read_resource: uri must be a string, not {type(uri).__name__}")
+        check_json(uri, "read_resource: uri")
+        check_mode(cache)
         self._require("resources", "resources/read")
         try:
-            raw = self._send_with_input("resources/read", {"uri": uri}, **kwargs)
+            raw = self._send_with_input(
+                "resources/read", {"uri": uri}, timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+                cache=cache, input_responses=input_responses, request_state=request_state,
+                reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
+            )
         except ServerError as exc:
-            legacy = self._negotiated is not None and self._negotiated.era == "legacy"
-            if exc.code == INVALID_PARAMS or (legacy and exc.code == RESOURCE_NOT_FOUND_LEGACY):  # Q1
-                raise ResourceNotFound(exc.code, exc.message, exc.data, method="resources/read") from exc
+            if exc.code in (INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY):  # Q1: either code, in both eras
+                raise ResourceNotFound(
+                    exc.code, exc.message, exc.data, method="resources/read", request_id=exc.request_id
+                ) from exc
             raise
         return ReadResourceResult.from_wire(raw)
 
-    def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None, **kwargs: Any) -> GetPromptResult:
-        """Render a prompt. Example: ``client.get_prompt("greet", {"name": "Ada"}).messages``."""
-        self._require("prompts", "prompts/get")
-        params: dict[str, Any] = {"name": name}
-        if arguments:
-            params["arguments"] = dict(arguments)
-        return GetPromptResult.from_wire(self._send_with_input("prompts/get", params, **kwargs))
+    def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> GetPromptResult:
+        """Render a prompt; ``arguments`` maps argument names to strings.
 
-    def complete(self, ref: Any, argument: Any, context: Mapping[str, str] | None = None, **kwargs: Any) -> Completion:
+        Example: ``client.get_prompt("greet", {"name": "Ada"}).messages``
+        """
+        if not isinstance(name, str):
+            raise TypeError(f"get_prompt: the prompt name must be a string, not {type(name).__name__}")
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            if not isinstance(arguments, Mapping):
+                raise TypeError(
+                    f"get_prompt({name!r}): arguments must be a dict of names to strings, "
+                    f"not {type(arguments).__name__}"
+                )
+            wrong = [key for key, value in arguments.items() if not isinstance(value, str)]
+            if wrong:
+                raise TypeError(f"get_prompt({name!r}): prompt arguments are strings; {wrong[0]!r} is not")
+            if arguments:
+                params["arguments"] = dict(arguments)
+        check_json(params, f"get_prompt({name!r}):")
+        self._require("prompts", "prompts/get")
+        return GetPromptResult.from_wire(
+            self._send_with_input(
+                "prompts/get", params, timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+                input_responses=input_responses, request_state=request_state,
+                reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
+            )
+        )
+
+    def complete(
+        self,
+        ref: Mapping[str, Any] | Prompt | ResourceTemplate,
+        argument: Mapping[str, str] | tuple[str, str],
+        context: Mapping[str, str] | None = None,
+        *,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> Completion:
         """Ask for completions of a prompt or resource-template argument.
 
         ``ref`` is a wire dict (``{"type": "ref/prompt", "name": "greet"}``), a
@@ -774,19 +1064,38 @@ class Client(ListingMixin, TasksMixin):
 
         Example: ``client.complete(prompt, ("name", "Al")).values``
         """
-        self._require("completions", "completion/complete")
         if isinstance(ref, Prompt):
             ref = {"type": "ref/prompt", "name": ref.name}
         elif isinstance(ref, ResourceTemplate):
             ref = {"type": "ref/resource", "uri": ref.uri_template}
-        if isinstance(argument, (tuple, list)):
+        elif not isinstance(ref, Mapping):
+            raise TypeError(f"complete: ref must be a Prompt, a ResourceTemplate or a dict, not {type(ref).__name__}")
+        if isinstance(argument, (tuple, list)) and len(argument) == 2:
             argument = {"name": argument[0], "value": argument[1]}
+        if not isinstance(argument, Mapping):
+            raise TypeError(f"complete: argument must be a (name, value) pair or a dict, not {argument!r:.60}")
         params: dict[str, Any] = {"ref": dict(ref), "argument": dict(argument)}
         if context:
+            if not isinstance(context, Mapping):
+                raise TypeError(f"complete: context must be a dict of names to values, not {type(context).__name__}")
             params["context"] = {"arguments": dict(context)}
-        return Completion.from_wire(self._send("completion/complete", params, **kwargs))
+        check_json(params, "complete:")
+        self._require("completions", "completion/complete")
+        return Completion.from_wire(
+            self._send(
+                "completion/complete", params, timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+                reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
+            )
+        )
 
-    def discover(self, **kwargs: Any) -> DiscoverResult:
+    def discover(
+        self,
+        *,
+        cache: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> DiscoverResult:
         """``server/discover`` (modern servers): versions, capabilities, identity.
 
         Cached like the lists (the connect-time answer seeds the cache): a fresh
@@ -794,10 +1103,11 @@ class Client(ListingMixin, TasksMixin):
         one updates :attr:`server_capabilities` and :attr:`instructions`.
         Example: ``client.discover(cache="refresh").capabilities``
         """
+        check_mode(cache)
         negotiated = self._connected()
         if negotiated.era != "modern":
             raise CapabilityError("server/discover: the server is a legacy server", method="server/discover")
-        raw = self._send_cached("server/discover", None, kwargs.pop("cache", None), **kwargs)
+        raw = self._send_cached("server/discover", None, cache, timeout=timeout, cancel=cancel, meta=meta)
         result = DiscoverResult.from_wire(raw)
         with self._lock:
             if self._negotiated is negotiated and raw is not negotiated.server_info:
@@ -809,14 +1119,21 @@ class Client(ListingMixin, TasksMixin):
                 )
         return result
 
-    def ping(self, **kwargs: Any) -> None:
+    def ping(
+        self,
+        *,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
         """Check the server is alive. Legacy: ``ping``; modern servers have no ping,
         so a ``server/discover`` round trip stands in for it.
 
         Example: ``client.ping(timeout=5)`` (raises :class:`RequestTimeout` if no answer in 5 s)
         """
+        timeout = check_timeout(timeout)
         method = "ping" if self._connected().era == "legacy" else "server/discover"
-        self._send(method, None, **kwargs)
+        self._send(method, None, timeout=timeout, cancel=cancel, meta=meta)
 
     def set_log_level(self, level: str) -> None:
         """Ask the server for log messages at ``level`` and above.
@@ -826,8 +1143,8 @@ class Client(ListingMixin, TasksMixin):
 
         Example: ``client.set_log_level("debug")`` (messages go to the ``mcp_sync.server.<name>`` logger)
         """
-        if level not in _LOG_LEVELS:
-            raise ValueError(f"level must be one of {list(_LOG_LEVELS)}")
+        if not isinstance(level, str) or level not in _LOG_LEVELS:
+            raise ValueError(f"level must be one of {list(_LOG_LEVELS)}, not {level!r:.40}")
         self._lifecycle.log_level = level
         if self._connected().era == "legacy":
             self._require("logging", "logging/setLevel")
@@ -838,17 +1155,21 @@ class Client(ListingMixin, TasksMixin):
         method: str,
         params: Mapping[str, Any] | None = None,
         *,
-        timeout: Any = USE_CLIENT_DEFAULT,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
     ) -> dict[str, Any]:
         """Send any request and return the raw result dict (the escape hatch).
 
         Example: ``client.request("tools/list", {"cursor": None})["tools"]``
         """
+        wire_params = self._raw_params("request", method, params)
         return self._send(
-            method, dict(params) if params else None, timeout=timeout, cancel=cancel, progress=progress, meta=meta
+            method, wire_params, timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+            reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
 
     def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
@@ -856,11 +1177,24 @@ class Client(ListingMixin, TasksMixin):
 
         Example: ``client.notify("notifications/roots/list_changed")``
         """
+        wire_params = self._raw_params("notify", method, params)
         self._connected()
         engine = self._engine
         if engine is None:
             raise ClientStateError("the client is closed")
-        engine.notify(method, dict(params) if params is not None else None)
+        engine.notify(method, wire_params)
+
+    @staticmethod
+    def _raw_params(label: str, method: Any, params: Any) -> dict[str, Any] | None:
+        if not isinstance(method, str):
+            raise TypeError(f"{label}: method must be a string, not {type(method).__name__}")
+        if params is None:
+            return None
+        if not isinstance(params, Mapping):
+            raise TypeError(f"{label}({method!r}): params must be a dict, not {type(params).__name__}")
+        wire_params = dict(params)
+        check_json(wire_params, f"{label}({method!r}): params")
+        return wire_params
 
     def listen(
         self,
@@ -870,19 +1204,19 @@ class Client(ListingMixin, TasksMixin):
         resource_uris: Sequence[str] = (),
         on_notification: Callable[[str, dict], None] | None = None,
         *,
-        timeout: Any = USE_CLIENT_DEFAULT,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
     ) -> Subscription:
         """Subscribe to change notifications; returns a live :class:`Subscription`.
 
         Modern servers: one ``subscriptions/listen`` request, returned from once
-        acknowledged (U2; ``timeout``, default the client's, then
+        acknowledged (``timeout``, default the client's, then
         :class:`RequestTimeout` and the listen is cancelled). Legacy servers:
         ``resources/subscribe`` per URI and a ``ping``. Only what the server's
-        capabilities allow is asked for (U1); :class:`CapabilityError` if that
+        capabilities allow is asked for; :class:`CapabilityError` if that
         leaves nothing. ``on_notification(method, params)`` runs on the
         dispatch thread for each event, and may call the client. After a server
         restart the subscription is re-established and delivers
-        ``("mcp_sync/resubscribed", {...})`` (see :mod:`mcp_sync._subscriptions`).
+        ``("mcp_sync/resubscribed", {...})``.
 
         Example::
 
@@ -890,6 +1224,9 @@ class Client(ListingMixin, TasksMixin):
                 for method, params in sub:
                     print(method, [t.name for t in client.tools()])
         """
+        timeout = check_timeout(timeout)
+        if isinstance(resource_uris, str) or not all(isinstance(uri, str) for uri in resource_uris):
+            raise TypeError("listen: resource_uris must be a list of URI strings")
         return self._subscriptions.listen(
             tools_list_changed=tools_list_changed,
             prompts_list_changed=prompts_list_changed,
@@ -903,9 +1240,9 @@ class Client(ListingMixin, TasksMixin):
         """Forget cached list, read and discover results.
 
         The cache (``cache=True``, the default) reuses a result while its
-        ``ttlMs`` lasts (C3; absent or 0 means never), keeps ``cacheScope:
-        "private"`` results per authorization context (C5), and drops entries
-        when a list_changed or resources/updated notification arrives (C6) or
+        ``ttlMs`` lasts (absent or 0 means never; at most a day), keeps
+        ``cacheScope: "private"`` results per authorization context, and drops
+        entries when a list_changed or resources/updated notification arrives or
         the server restarts. Per call, the list/read methods and ``discover``
         take ``cache="use"`` (default), ``"refresh"`` (re-fetch and store) or
         ``"bypass"`` (neither read nor store).

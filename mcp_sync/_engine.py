@@ -237,6 +237,7 @@ class Engine:
         on_stream: NotificationCallback | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
+        on_request_id: Callable[[Any], None] | None = None,
     ) -> dict[str, Any]:
         """Send a request and block for its result (a dict).
 
@@ -271,6 +272,8 @@ class Engine:
         if bad is not None:  # (9.4) never write invalid JSON; say where the value is
             raise ValueError(f"{method}: {bad} is not a finite number, which JSON cannot represent")
         request_id = next(self._ids)
+        if on_request_id is not None:  # the caller's errors name the request (ToolError, ResourceNotFound)
+            on_request_id(request_id)
         # Callbacks must all run before the call returns: route the answer through
         # the dispatch queue too, except when the caller *is* the dispatch thread.
         pending = _Pending(method, progress, ordered=progress is not None and not self.dispatcher.on_thread())

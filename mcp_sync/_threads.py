@@ -76,7 +76,7 @@ class Workers:
 
 
 def run_concurrently(
-    calls: dict[str, tuple[Any, ...]], server: str
+    calls: dict[str, tuple[Any, ...]], server: str, role: str = "handler"
 ) -> dict[str, tuple[Any, BaseException | None]]:
     """Run each ``key: (function, *args)`` and return ``key: (value, error)``.
 
@@ -93,7 +93,7 @@ def run_concurrently(
 
     results: dict[str, tuple[Any, BaseException | None]] = {}
     keys = list(calls)
-    helpers = [spawn(lambda k=key: run(k), "handler", server) for key in keys[1:]]  # type: ignore[misc]
+    helpers = [spawn(lambda k=key: run(k), role, server) for key in keys[1:]]  # type: ignore[misc]
     if keys:
         run(keys[0])
     for thread in helpers:
