@@ -13,6 +13,8 @@ from __future__ import annotations
 import datetime
 import http.client
 import ipaddress
+import json
+import socket
 import ssl
 import threading
 import time
@@ -28,7 +30,7 @@ from requests.adapters import HTTPAdapter
 import mcp_sync
 from mcp_sync.transports import http as http_module
 
-from httpkit import FakeServer, Reply, Request
+from httpkit import FakeServer, Reply, Request, result
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -408,3 +410,56 @@ def test_close_from_another_thread_ends_the_exchange(no_leaks: None) -> None:
             timer.join()
             release.set()
             client.close()
+
+
+# -- connections kept across SSE answers --------------------------------------------------------
+
+
+def _count_connects(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    connects: list[Any] = []
+    original = socket.socket.connect
+
+    def connect(self: socket.socket, address: Any) -> Any:
+        connects.append(address)
+        return original(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    return connects
+
+
+def _answer_tools_call_with_sse(fake: FakeServer, hold_open: float = 0.0) -> None:
+    def override(request: Request) -> Reply | None:
+        if request.rpc_method != "tools/call":
+            return None
+        event = f"event: message\ndata: {json.dumps(result(request, {'content': []}))}\n\n".encode()
+
+        def body() -> Iterator[bytes]:
+            yield event
+            time.sleep(hold_open)  # a server that keeps the stream open after the answer
+
+        return Reply(200, {"Content-Type": "text/event-stream"}, body())
+
+    fake.override = override
+
+
+def test_connection_reused_after_an_sse_answer(monkeypatch: pytest.MonkeyPatch, no_leaks: None) -> None:
+    """The end of a POST's stream is read after the answer, so the connection serves the next
+    call (it was closed with the stream: one connect per call)."""
+    with FakeServer("modern") as fake:
+        _answer_tools_call_with_sse(fake)
+        connects = _count_connects(monkeypatch)
+        with mcp_sync.Client.http(fake.url) as client:
+            for _ in range(20):
+                client.call_tool("echo", {"text": "x"})
+        assert len(fake.seen(rpc_method="tools/call")) == 20
+        assert len(connects) <= 2, connects
+
+
+def test_stream_kept_open_after_the_answer_does_not_delay_calls(no_leaks: None) -> None:
+    with FakeServer("modern") as fake:
+        _answer_tools_call_with_sse(fake, hold_open=1.5)
+        with mcp_sync.Client.http(fake.url) as client:
+            started = time.monotonic()
+            for _ in range(5):
+                client.call_tool("echo", {"text": "x"})
+            assert time.monotonic() - started < 1.0

@@ -117,6 +117,9 @@ class _InFlight:
         self.modern = modern
 
 
+#: How long a POST's SSE stream may take to end after the answer before it is closed (seconds).
+STREAM_END_WAIT = 0.02
+
 #: Longest wait in configure() for a legacy GET stream to answer (seconds).
 LISTEN_READY_WAIT = 2.0
 
@@ -201,6 +204,7 @@ class HttpTransport(LegacySession):
         self._session_lock = threading.Lock()
         self._delegate: SseTransport | None = None
         self._deadlines = Deadlines(self.name)
+        self._linger = True  # read the end of a POST's stream after the answer (see _await_stream_end)
         #: Requests may be read on the calling thread: close, cancel and timeouts can interrupt them.
         self._inline_ok = self.abortable
 
@@ -449,6 +453,7 @@ class HttpTransport(LegacySession):
         retry_ms: int | None = None
         attempts = 0
         current = response
+        answered = False
         try:
             while True:
                 try:
@@ -456,11 +461,20 @@ class HttpTransport(LegacySession):
                         attempts = 0
                         last_id = header_safe(event.id) or last_id
                         retry_ms = event.retry_ms if event.retry_ms is not None else retry_ms
-                        if event.data and self._deliver_text(event.data, request_id, method):
-                            return
+                        if event.data and self._deliver_text(event.data, request_id, method) and not answered:
+                            answered = True
+                            if current is not response or not self._await_stream_end(slot):
+                                return
+                    if answered:  # the server ended the stream at once: its connection is reusable
+                        return
                 except BadBody as exc:
+                    if answered:
+                        return
                     raise ProtocolError(f"{method}: {exc}") from exc
                 except STREAM_ERRORS as exc:
+                    if answered:  # the stream did not end at once: it is closed, as before
+                        self._linger = False
+                        return
                     if slot.aborted or self._closing:
                         raise Aborted from exc
                     log.debug("mcp_sync: the %s stream broke: %s", method, describe_failure(exc))
@@ -481,6 +495,23 @@ class HttpTransport(LegacySession):
         finally:
             if current is not response:
                 current.close()
+
+    def _await_stream_end(self, slot: Slot) -> bool:
+        """After the answer, give the server STREAM_END_WAIT s to end the stream.
+
+        Servers end a POST's stream right after the answer; reading that end (instead
+        of closing the stream at once) keeps the connection for the next request,
+        which saves a connect per call. A server that keeps streams open costs one
+        wait and is not waited for again. False when there is nothing to wait on.
+        """
+        sock = slot.sock
+        if not self._linger or sock is None:
+            return False
+        try:
+            sock.settimeout(STREAM_END_WAIT)  # urllib3 sets its own timeout again on the next request
+        except OSError:
+            return False
+        return True
 
     def _deliver_text(self, text: str, request_id: Any, method: str | None) -> bool:
         try:
