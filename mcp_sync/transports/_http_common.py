@@ -782,8 +782,9 @@ class _Sender:
         prepared.url = self.prepared_url
         merged: CaseInsensitiveDict[Any] = CaseInsensitiveDict(session.headers)
         merged.update(headers)
-        for name in [name for name, value in merged.items() if value is None]:  # None removes, as in requests
-            del merged[name]
+        if None in merged.values():  # a header set to None is left out, as in requests
+            for name in [name for name, value in merged.items() if value is None]:
+                del merged[name]
         prepared.headers = merged
         jar = session.cookies
         if len(jar):
