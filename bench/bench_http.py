@@ -15,7 +15,9 @@ MCPServer under uvicorn) and makes ``--calls`` ``call_tool("echo", {"text": "hi"
   ``_meta`` envelope, the body pre-encoded around its id) and ``json.loads``-ing the answer:
   ``session-post``   ``requests.Session.post`` in a loop;
   ``adapter``        one PreparedRequest made by the session, copied per call with the new body and
-                     sent through the session's own ``HTTPAdapter`` (``adapter.send``);
+                     sent through the session's own ``HTTPAdapter`` (``adapter.send``) with the
+                     environment's settings (proxies, CA bundle) resolved once, as requests would
+                     pass them;
   ``urllib3-pool``   the adapter's urllib3 connection pool (``pool.urlopen``);
   ``http.client``    one ``http.client.HTTPConnection`` kept alive;
   ``adapter-legacy`` the ``adapter`` floor on a legacy session (``initialize`` once, the session
@@ -260,6 +262,13 @@ def modern_body_parts() -> tuple[bytes, bytes]:
     return head, tail
 
 
+def environment_settings(session: Any, url: str) -> dict[str, Any]:
+    """What ``Session.request`` would pass to the adapter (proxies, verify, cert from the
+    environment), worked out once: the floor does what a correct requests client must, once."""
+    settings = session.merge_environment_settings(url, {}, True, None, None)
+    return {key: settings[key] for key in ("proxies", "verify", "cert")}
+
+
 def check_answer(answer: Any, request_id: int) -> None:
     if not (isinstance(answer, dict) and answer.get("id") == request_id and "result" in answer):
         raise RuntimeError(f"unexpected answer: {answer!r:.300}")
@@ -292,12 +301,13 @@ def run_floor(url: str, kind: str, calls: int) -> Timing:
     elif kind == "adapter":
         adapter = session.get_adapter(url)
         template = session.prepare_request(requests.Request("POST", url, headers=MODERN_HEADERS, data=b"{}"))
+        settings = environment_settings(session, url)
 
         def call() -> Any:
             request_id = next(next_id)
             prepared = template.copy()
             prepared.prepare_body(head + str(request_id).encode() + tail, None)
-            response = adapter.send(prepared, timeout=(10, None))
+            response = adapter.send(prepared, timeout=(10, None), **settings)
             answer = json.loads(response.content)
             check_answer(answer, request_id)
             return answer
@@ -367,6 +377,7 @@ def run_adapter_legacy(url: str, calls: int) -> Timing:
     session.post(url, data=b'{"jsonrpc":"2.0","method":"notifications/initialized"}', headers=headers).close()
     adapter = session.get_adapter(url)
     template = session.prepare_request(requests.Request("POST", url, headers=headers, data=b"{}"))
+    settings = environment_settings(session, url)
     head = b'{"jsonrpc":"2.0","id":'
     tail = b',"method":"tools/call","params":' + json.dumps({"name": TOOL, "arguments": ARGUMENTS}).encode() + b"}"
     next_id = iter(range(1, 1 << 62))
@@ -375,7 +386,7 @@ def run_adapter_legacy(url: str, calls: int) -> Timing:
         request_id = next(next_id)
         prepared = template.copy()
         prepared.prepare_body(head + str(request_id).encode() + tail, None)
-        response = adapter.send(prepared, timeout=(10, None))
+        response = adapter.send(prepared, timeout=(10, None), **settings)
         answer = None
         for line in response.content.splitlines():
             if line.startswith(b"data:"):
