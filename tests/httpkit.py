@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import ssl
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -71,7 +72,9 @@ class FakeServer:
     runs sessions. ``tools`` is what tools/list returns; tools/call echoes its
     arguments as text."""
 
-    def __init__(self, era: str = "modern", tools: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self, era: str = "modern", tools: list[dict[str, Any]] | None = None, tls: tuple[str, str] | None = None
+    ) -> None:
         self.era = era
         self.tools = tools if tools is not None else [{"name": "echo", "inputSchema": {"type": "object"}}]
         self.override: Override | None = None
@@ -82,6 +85,12 @@ class FakeServer:
         self._server.daemon_threads = True
         self._server.block_on_close = False
         self._server.fake = self  # type: ignore[attr-defined]
+        self.scheme = "http"
+        if tls is not None:  # (certfile, keyfile): serve HTTPS
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+            self.scheme = "https"
         self._thread = threading.Thread(target=self._server.serve_forever, name="httpkit", daemon=True)
 
     @property
@@ -90,7 +99,7 @@ class FakeServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
+        return f"{self.scheme}://127.0.0.1:{self.port}/mcp"
 
     def __enter__(self) -> FakeServer:
         self._thread.start()

@@ -621,3 +621,45 @@ def test_unusable_session_id_is_refused_at_initialize(session_id: str, no_leaks:
         with pytest.raises(mcp_sync.ProtocolError, match="Mcp-Session-Id"):
             mcp_sync.connect(fake.url, mode="legacy", timeout=5)
         assert time.monotonic() - started < 4.0
+
+
+@pytest.fixture(scope="module")
+def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A self-signed certificate for 127.0.0.1 (made with the openssl command)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = str(folder / "cert.pem"), str(folder / "key.pem")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    return cert, key
+
+
+def test_close_delimited_stream_over_tls_is_aborted(
+    tls_cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch, no_leaks: None
+) -> None:
+    """The same over HTTPS, where the socket the client reads is the TLS wrapper of the one it
+    connected: a timeout ends the worker, close() leaves nothing behind."""
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", tls_cert[0])
+    with FakeServer("modern", tls=tls_cert) as fake:
+        fake.override = lambda r: (
+            Reply(200, {"Content-Type": "text/event-stream"}, endless_sse(), close_delimited=True)
+            if r.rpc_method == "tools/call"
+            else None
+        )
+        client = mcp_sync.Client.http(fake.url)
+        client.connect()
+        with pytest.raises(mcp_sync.RequestTimeout):
+            client.call_tool("echo", {}, timeout=0.5)
+        assert wait_until(lambda: not [n for n in mcp_threads() if n.startswith("mcp_sync-http-")], 2.0), (
+            f"the worker still reads the stream: {mcp_threads()}"
+        )
+        started = time.monotonic()
+        client.close()
+        assert time.monotonic() - started < 3.0

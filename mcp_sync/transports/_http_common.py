@@ -262,8 +262,10 @@ class Slot:
             self.wake.set()
             if self.conn is not None and getattr(self.conn, "_mcp_sync_slot", None) is not self:
                 return  # the connection went back to the pool and serves another exchange now
-            sock = self.sock if self.sock is not None else getattr(self.conn, "sock", None)
-            if sock is not None:
+            # The connection's socket while it has one (for TLS, the wrapped socket: wrapping
+            # detached the raw one we saw connect), and the one we kept, for a connect still
+            # in progress or a close-delimited response that http.client let go of.
+            for sock in {id(s): s for s in (getattr(self.conn, "sock", None), self.sock) if s is not None}.values():
                 try:  # wakes a recv or a connect blocked in another thread (Linux: SYN_SENT too)
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:

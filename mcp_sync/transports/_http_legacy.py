@@ -101,7 +101,10 @@ class LegacySession(HttpBase):
                     raise SessionExpiredError("the HTTP session expired before any initialize to replay")
                 self._replay_initialize(init)
             except MCPError as exc:
-                error = SessionExpiredError(f"the HTTP session expired and a new one could not start: {exc}")
+                error = SessionExpiredError(
+                    f"the server no longer knows the HTTP session and a new one could not start: {exc}; "
+                    "reconnect the client once the server is back"
+                )
                 if self._sink is not None:
                     self._sink.closed(error)
                 raise error from exc
