@@ -15,6 +15,8 @@ import zlib
 from typing import Any, Iterator
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 import mcp_sync
 from mcp_sync.transports import _http_common
@@ -410,11 +412,73 @@ def test_origin_follows_the_connecting_parser() -> None:
             origin(url)
 
 
+URL_PIECES = [
+    "http://",
+    "https://",
+    "legit",
+    "evil",
+    "127.0.0.1",
+    ":8000",
+    ":9001",
+    ":",
+    "@",
+    "\\",
+    "/",
+    "//",
+    "%2F",
+    "%40",
+    "%5C",
+    "?",
+    "#",
+    ".",
+    "[::1]",
+    " ",
+    "\t",
+    "\n",
+    "\x00",
+    "é",
+    "\uff21\uff22",
+    "user:pw",
+    "mcp",
+]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(URL_PIECES) | st.text(max_size=3), max_size=12).map("".join))
+@example("http://evil:9001\\@legit:8000/mcp")
+@example("http://evil:9001\\\\@legit:8000/mcp")
+@example("//evil:9001\\@legit:8000/mcp")
+@example("http://legit:8000@evil:9001/mcp")
+@example("http://evil:9001#@legit:8000/mcp")
+@example("http://evil:9001?@legit:8000/mcp")
+@example("http://evil\t:9001/mcp")
+@example("/\\evil:9001/mcp")
+def test_same_origin_agrees_with_where_requests_connects(reference: str) -> None:
+    """Whatever a server writes as a redirect or an endpoint, same_origin either refuses it
+    (ProtocolError) or returns a URL that requests and urllib3 send to the base's host and port."""
+    import requests
+    from urllib3.util import parse_url
+
+    base = "http://legit:8000/mcp"
+    try:
+        target = _http_common.same_origin(reference, base, "the test URL")
+    except mcp_sync.ProtocolError:
+        return
+    try:
+        prepared = requests.Request("GET", target).prepare().url
+    except (requests.RequestException, ValueError):
+        return  # requests will not send it at all
+    assert prepared is not None
+    where = parse_url(prepared)
+    assert (where.scheme, where.host, where.port or 80) == ("http", "legit", 8000), (reference, target, prepared)
+
+
 # -- #8.12: secrets in URLs are redacted ---------------------------------------------------------
 
 
 def test_redact_url() -> None:
-    redact_url = _http_common.redact_url
+    from mcp_sync._urls import redact_url
+
     assert (
         redact_url("https://me:pw@example.com/mcp?key=abc&v=2#tok")
         == "https://me:***@example.com/mcp?key=***&v=***#***"

@@ -26,7 +26,7 @@ import socket
 import threading
 import time
 from typing import Any, Callable, Iterator, Mapping
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import urljoin, urlsplit
 
 import requests
 import urllib3
@@ -37,6 +37,7 @@ from urllib3.util import connection as urllib3_connection
 from urllib3.util.timeout import _DEFAULT_TIMEOUT
 
 from .._threads import Workers
+from .._urls import redact_url
 from .._version import __version__
 from ..exceptions import AuthorizationError, ConnectionClosed, MCPError, ProtocolError
 from ._sse_stream import BadBody, SseEvent, decoded_chunks, read_bounded, sse_events
@@ -146,33 +147,6 @@ def same_origin(reference: str, base: str, what: str) -> str:
     raise ProtocolError(
         f"refusing {what} {redact_url(target)!r}: {problem}; headers and credentials must not leave the server's origin"
     )
-
-
-def redact_url(url: str) -> str:
-    """``url`` safe to show: the password (or a lone user name, often a token) of its user
-    info, every query value and the fragment replaced by ``***``.
-
-    Used in every message, log line and repr that names a URL.
-
-    Example::
-
-        >>> redact_url("https://me:pw@example.com/mcp?key=abc&v=2#tok")
-        'https://me:***@example.com/mcp?key=***&v=***#***'
-    """
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<a URL that does not parse>"
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, hostport = netloc.rpartition("@")
-        user, has_password, _ = userinfo.partition(":")
-        netloc = f"{user}:***@{hostport}" if has_password else f"***@{hostport}"
-    query = "&".join(
-        f"{name}=***" if has_value else "***"
-        for name, has_value, _ in (item.partition("=") for item in parts.query.split("&") if item)
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, "***" if parts.fragment else ""))
 
 
 def describe_failure(exc: BaseException) -> str:
