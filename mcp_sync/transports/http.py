@@ -125,6 +125,18 @@ class HttpTransport(LegacySession):
     decompression and each SSE event. Thread-safe: ``send`` may be called from
     any number of threads; one ``requests.Session`` is shared by all of them.
 
+    Sending again (at most ``max_retries`` times, with backoff): any request
+    whose connection could not be made (refused, timed out, name not
+    resolved), since the server cannot have seen it; reads and lists
+    (``tools/list``, ``resources/read``, ``ping``, the handshake...) also after
+    a 502/503/504 (honouring ``Retry-After`` up to 30 s) or a reset connection.
+    A ``tools/call`` or any other request that may change something is never
+    sent twice on such an answer: a 503 does not prove the server did nothing.
+    A legacy request the server refuses because it no longer knows the
+    session (404, or a 400 saying so, as after a server restart) is sent again
+    once on a new session. Redirects are followed only to the same origin, and
+    URLs in messages and logs hide passwords and query values.
+
     Example::
 
         transport = HttpTransport("http://127.0.0.1:8000/mcp", headers={"X-Team": "a"})
