@@ -73,15 +73,20 @@ class FakeServer:
     arguments as text."""
 
     def __init__(
-        self, era: str = "modern", tools: list[dict[str, Any]] | None = None, tls: tuple[str, str] | None = None
+        self,
+        era: str = "modern",
+        tools: list[dict[str, Any]] | None = None,
+        tls: tuple[str, str] | None = None,
+        port: int = 0,
     ) -> None:
         self.era = era
         self.tools = tools if tools is not None else [{"name": "echo", "inputSchema": {"type": "object"}}]
         self.override: Override | None = None
+        self.keep_alive = True  # False: every answer closes its connection
         self.requests: list[Request] = []
         self.lock = threading.Lock()
         self.sessions: set[str] = set()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
         self._server.daemon_threads = True
         self._server.block_on_close = False
         self._server.fake = self  # type: ignore[attr-defined]
@@ -189,6 +194,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(reply.status)
         for name, value in reply.headers.items():
             self.send_header(name, value)
+        if not fake.keep_alive and not reply.close_delimited:
+            self.send_header("Connection", "close")
+            self.close_connection = True
         if reply.close_delimited:
             self.send_header("Connection", "close")
             self.end_headers()

@@ -727,3 +727,23 @@ def test_close_delimited_stream_over_tls_is_aborted(
         started = time.monotonic()
         client.close()
         assert time.monotonic() - started < 3.0
+
+
+def test_tools_call_whose_connect_was_refused_is_sent_again(no_leaks: None) -> None:
+    """The other half of the rule: a refused connect proves the server saw nothing, so even a
+    tools/call is sent again (with backoff) and succeeds once the server is back."""
+    with FakeServer("modern") as first:
+        first.keep_alive = False  # no pooled connection outlives the server
+        port = first.port
+        client = mcp_sync.Client.http(first.url)
+        client.connect()
+    replacement = FakeServer("modern", port=port)
+    timer = threading.Timer(0.15, replacement.__enter__)
+    timer.start()
+    try:
+        assert json.loads(client.call_tool("echo", {"n": 3}, timeout=10).text) == {"n": 3}
+        assert len(replacement.seen("tools/call")) == 1
+    finally:
+        timer.join()
+        client.close()
+        replacement.__exit__()
