@@ -747,3 +747,49 @@ def test_tools_call_whose_connect_was_refused_is_sent_again(no_leaks: None) -> N
         timer.join()
         client.close()
         replacement.__exit__()
+
+
+@pytest.mark.parametrize("mode", ["modern", "legacy"])
+def test_aborts_under_load_hit_only_their_own_request(sdk_http_url: str, mode: str, no_leaks: None) -> None:
+    """Many threads, random timeouts and cancels on one client: an abort shuts down only its own
+    exchange's socket (never a pooled connection now serving another call), so every call ends
+    with its own answer, RequestTimeout or Cancelled, and close() during the load leaves nothing."""
+    import random
+
+    failures: list[str] = []
+    outcomes: dict[str, int] = {}
+    client = mcp_sync.Client.http(sdk_http_url, mode=mode)
+    client.connect()
+
+    def worker(n: int) -> None:
+        rng = random.Random(n)
+        for i in range(25):
+            text = f"{n}-{i}"
+            token = mcp_sync.CancellationToken()
+            if rng.random() < 0.2:
+                threading.Timer(rng.uniform(0.0, 0.1), token.cancel).start()
+            try:
+                if rng.random() < 0.5:
+                    got = client.call_tool("echo", {"text": text}, cancel=token, timeout=10).text
+                    outcome = "ok" if got == text else f"wrong answer {got!r} for {text}"
+                else:
+                    client.call_tool("slow", {"seconds": 0.1}, cancel=token, timeout=rng.choice([0.05, 10]))
+                    outcome = "ok"
+            except (mcp_sync.RequestTimeout, mcp_sync.Cancelled) as exc:
+                outcome = type(exc).__name__
+            except mcp_sync.MCPError as exc:
+                outcome = f"{type(exc).__name__}: {exc}"
+            if outcome not in ("ok", "RequestTimeout", "Cancelled"):
+                failures.append(outcome)
+            outcomes[outcome.split(":")[0]] = outcomes.get(outcome.split(":")[0], 0) + 1
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not failures, failures[:5]
+    assert outcomes.get("ok", 0) > 50
+    started = time.monotonic()
+    client.close()
+    assert time.monotonic() - started < 3.0
