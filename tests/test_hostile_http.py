@@ -793,3 +793,23 @@ def test_aborts_under_load_hit_only_their_own_request(sdk_http_url: str, mode: s
     started = time.monotonic()
     client.close()
     assert time.monotonic() - started < 3.0
+
+
+@pytest.mark.parametrize(
+    ("message", "gone"),
+    [
+        ("Bad Request: No valid session ID provided", True),  # server-everything
+        ("Session not found", True),
+        ("Invalid or expired session", True),
+        ("Unknown session id", True),
+        ("Bad Request: Mcp-Session-Id header missing", True),
+        ("Invalid arguments: session_name missing", False),
+        ("Bad Request: invalid params", False),
+    ],
+)
+def test_session_refusal_wording(message: str, gone: bool) -> None:
+    from mcp_sync.transports._http_legacy import session_refused
+
+    body = ({"jsonrpc": "2.0", "error": {"code": -32000, "message": message}}, None)
+    assert session_refused(400, body) is gone
+    assert session_refused(500, body) is False

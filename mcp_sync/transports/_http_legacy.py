@@ -38,9 +38,9 @@ MAX_LISTEN_FAILURES = 5
 #: (server-everything: "Bad Request: No valid session ID provided"; others: "Session not
 #: found", "Invalid or expired session", "Unknown session id").
 _SESSION_GONE = re.compile(
-    r"session.*(invalid|unknown|no valid|not found|expired|terminated|missing)|"
-    r"(invalid|unknown|no valid|expired|missing).*session",
-    re.IGNORECASE | re.DOTALL,
+    r"\bsession\b.{0,40}\b(invalid|unknown|no valid|not found|expired|terminated|missing)\b|"
+    r"\b(invalid|unknown|no valid|expired|missing)\b.{0,40}\bsession\b",
+    re.IGNORECASE,
 )
 
 
