@@ -66,6 +66,11 @@ def result(request: Request, value: dict[str, Any]) -> dict[str, Any]:
 Override = Callable[[Request], Optional[Reply]]
 
 
+def answering(rpc_method: str, reply: Reply) -> Override:
+    """An override that answers every ``rpc_method`` request with ``reply`` (and nothing else)."""
+    return lambda request: reply if request.rpc_method == rpc_method else None
+
+
 class FakeServer:
     """``era`` "modern" answers the enveloped requests and refuses ``initialize``
     like a modern-only server; "legacy" answers the probe with a plain 400 and

@@ -24,7 +24,7 @@ from mcp_sync.transports import http as http_module
 from mcp_sync.transports.http import HttpTransport
 from mcp_sync.transports.sse import SseTransport
 
-from httpkit import FakeServer, Reply, Request, json_reply, result, sse_reply
+from httpkit import FakeServer, Reply, Request, answering, json_reply, result, sse_reply
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -49,6 +49,27 @@ def wait_until(condition: Any, timeout: float) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+def close_while_blocked(transport: Any, blocked: Any) -> BaseException | None:
+    """Run ``blocked()`` on a thread, close ``transport`` from here 0.3 s later, and return what
+    ``blocked`` raised; it must have returned within 2 s of the close."""
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            blocked()
+        except Exception as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    time.sleep(0.3)
+    started = time.monotonic()
+    transport.close()
+    thread.join(2)
+    assert not thread.is_alive() and time.monotonic() - started < 2.0, "close() did not release the blocked call"
+    return errors[0] if errors else None
 
 
 def endless_sse(first: bytes = b"") -> Iterator[bytes]:
@@ -84,16 +105,46 @@ class Sink:
 # -- #8.4: close-delimited responses can be aborted --------------------------------------------
 
 
-def test_close_delimited_modern_stream_ends_on_timeout_and_close(no_leaks: None) -> None:
+@pytest.fixture(scope="module")
+def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A self-signed certificate for 127.0.0.1 (made with the openssl command)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = str(folder / "cert.pem"), str(folder / "key.pem")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    return cert, key
+
+
+def endless_close_delimited(rpc_method: str) -> Any:
+    """An override answering ``rpc_method`` with an endless close-delimited SSE stream."""
+    return lambda request: (
+        Reply(200, {"Content-Type": "text/event-stream"}, endless_sse(), close_delimited=True)
+        if request.rpc_method == rpc_method
+        else None
+    )
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_close_delimited_modern_stream_ends_on_timeout_and_close(
+    scheme: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, no_leaks: None
+) -> None:
     """A modern tools/call answered by an endless close-delimited SSE stream (Connection: close,
     no length, no chunking): the timeout ends the request AND its worker at once (the socket is
-    shut down although http.client dropped it), and close() leaves no thread or descriptor."""
-    with FakeServer("modern") as fake:
-        fake.override = lambda r: (
-            Reply(200, {"Content-Type": "text/event-stream"}, endless_sse(), close_delimited=True)
-            if r.rpc_method == "tools/call"
-            else None
-        )
+    shut down although http.client dropped it), and close() leaves no thread or descriptor.
+    Over HTTPS the socket read is the TLS wrapper of the one that connected."""
+    tls = request.getfixturevalue("tls_cert") if scheme == "https" else None
+    if tls is not None:
+        monkeypatch.setenv("REQUESTS_CA_BUNDLE", tls[0])
+    with FakeServer("modern", tls=tls) as fake:
+        fake.override = endless_close_delimited("tools/call")
         client = mcp_sync.Client.http(fake.url)
         client.connect()
         fds = open_fds()
@@ -115,11 +166,7 @@ def test_close_delimited_legacy_stream_ends_on_timeout_and_close(no_leaks: None)
     is closed too, so its worker does not read on for as long as the server sends; close()
     ends everything at once."""
     with FakeServer("legacy") as fake:
-        fake.override = lambda r: (
-            Reply(200, {"Content-Type": "text/event-stream"}, endless_sse(), close_delimited=True)
-            if r.rpc_method == "tools/call"
-            else None
-        )
+        fake.override = endless_close_delimited("tools/call")
         client = mcp_sync.Client.http(fake.url, mode="legacy")
         client.connect()
         with pytest.raises(mcp_sync.RequestTimeout):
@@ -196,22 +243,8 @@ def test_close_interrupts_a_connect_that_never_completes(blackhole: str, no_leak
 
 def test_close_interrupts_the_sse_transport_connect(blackhole: str, no_leaks: None) -> None:
     transport = SseTransport(blackhole, connect_timeout=30, endpoint_timeout=30)
-    errors: list[Exception] = []
-
-    def start() -> None:
-        try:
-            transport.start(Sink())
-        except Exception as exc:
-            errors.append(exc)
-
-    starter = threading.Thread(target=start)
-    starter.start()
-    time.sleep(0.3)
-    started = time.monotonic()
-    transport.close()
-    starter.join(2)
-    assert not starter.is_alive() and time.monotonic() - started < 2.0
-    assert errors and isinstance(errors[0], mcp_sync.ConnectionClosed)
+    error = close_while_blocked(transport, lambda: transport.start(Sink()))
+    assert isinstance(error, mcp_sync.ConnectionClosed)
     assert wait_until(lambda: not mcp_threads(), 1.0), f"threads left: {mcp_threads()}"
 
 
@@ -250,13 +283,9 @@ def test_sse_gzip_bomb_fails_fast(no_leaks: None) -> None:
 
 
 def test_corrupt_gzip_is_a_protocol_error(no_leaks: None) -> None:
-    def override(request: Request) -> Reply | None:
-        if request.rpc_method == "tools/list":
-            return Reply(200, {"Content-Type": "text/event-stream", "Content-Encoding": "gzip"}, b"\x1f\x8bnot gzip")
-        return None
-
+    corrupt = Reply(200, {"Content-Type": "text/event-stream", "Content-Encoding": "gzip"}, b"\x1f\x8bnot gzip")
     with FakeServer("modern") as fake, mcp_sync.Client.http(fake.url) as client:
-        fake.override = override
+        fake.override = answering("tools/list", corrupt)
         with pytest.raises(mcp_sync.ProtocolError, match="corrupt"):
             client.list_tools()
 
@@ -353,14 +382,9 @@ def test_retry_after_values(retry_after: str, retried: bool, no_leaks: None) -> 
 
 def test_malformed_response_header_is_an_mcp_error(no_leaks: None) -> None:
     """Content-Length the HTTP stack cannot read: the request fails with an MCPError."""
-
-    def override(request: Request) -> Reply | None:
-        if request.rpc_method == "tools/list":
-            return Reply(200, {"Content-Type": "application/json", "Content-Length": "12, 13"}, b"{}")
-        return None
-
+    malformed = Reply(200, {"Content-Type": "application/json", "Content-Length": "12, 13"}, b"{}")
     with FakeServer("modern") as fake, mcp_sync.Client.http(fake.url) as client:
-        fake.override = override
+        fake.override = answering("tools/list", malformed)
         with pytest.raises(mcp_sync.ConnectionClosed, match="malformed header"):
             client.list_tools(timeout=5)
         fake.override = None
@@ -649,23 +673,11 @@ def test_close_releases_a_notification_post_the_server_never_answers(no_leaks: N
         fake.override = override
         transport = SseTransport(fake.url)
         transport.start(Sink())
-        errors: list[Exception] = []
-
-        def notify() -> None:
-            try:
-                transport.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-            except Exception as exc:
-                errors.append(exc)
-
-        sender = threading.Thread(target=notify)
-        sender.start()
-        time.sleep(0.3)
-        started = time.monotonic()
-        transport.close()
-        sender.join(2)
+        error = close_while_blocked(
+            transport, lambda: transport.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        )
         release.set()
-        assert not sender.is_alive() and time.monotonic() - started < 2.5
-        assert errors and isinstance(errors[0], mcp_sync.ConnectionClosed)
+        assert isinstance(error, mcp_sync.ConnectionClosed)
 
 
 @pytest.mark.parametrize("session_id", ["\x0bfoo", "a b", "x" * 5000])
@@ -685,48 +697,6 @@ def test_unusable_session_id_is_refused_at_initialize(session_id: str, no_leaks:
         with pytest.raises(mcp_sync.ProtocolError, match="Mcp-Session-Id"):
             mcp_sync.connect(fake.url, mode="legacy", timeout=5)
         assert time.monotonic() - started < 4.0
-
-
-@pytest.fixture(scope="module")
-def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    """A self-signed certificate for 127.0.0.1 (made with the openssl command)."""
-    import shutil
-    import subprocess
-
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is needed to make a test certificate")
-    folder = tmp_path_factory.mktemp("tls")
-    cert, key = str(folder / "cert.pem"), str(folder / "key.pem")
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    return cert, key
-
-
-def test_close_delimited_stream_over_tls_is_aborted(
-    tls_cert: tuple[str, str], monkeypatch: pytest.MonkeyPatch, no_leaks: None
-) -> None:
-    """The same over HTTPS, where the socket the client reads is the TLS wrapper of the one it
-    connected: a timeout ends the worker, close() leaves nothing behind."""
-    monkeypatch.setenv("REQUESTS_CA_BUNDLE", tls_cert[0])
-    with FakeServer("modern", tls=tls_cert) as fake:
-        fake.override = lambda r: (
-            Reply(200, {"Content-Type": "text/event-stream"}, endless_sse(), close_delimited=True)
-            if r.rpc_method == "tools/call"
-            else None
-        )
-        client = mcp_sync.Client.http(fake.url)
-        client.connect()
-        with pytest.raises(mcp_sync.RequestTimeout):
-            client.call_tool("echo", {}, timeout=0.5)
-        assert wait_until(lambda: not [n for n in mcp_threads() if n.startswith("mcp_sync-http-")], 2.0), (
-            f"the worker still reads the stream: {mcp_threads()}"
-        )
-        started = time.monotonic()
-        client.close()
-        assert time.monotonic() - started < 3.0
 
 
 def test_tools_call_whose_connect_was_refused_is_sent_again(no_leaks: None) -> None:
