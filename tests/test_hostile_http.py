@@ -517,7 +517,7 @@ def test_secrets_in_the_url_stay_out_of_messages_reprs_and_logs(
     with FakeServer("modern") as fake:
         url = fake.url.replace("http://", "http://alice:hunter2@") + "?api_key=TOPSECRET"
         fake.override = lambda r: Reply(500, {}, b"kaboom") if r.rpc_method == "tools/call" else None
-        with caplog.at_level(logging.DEBUG, logger="mcp_sync"):
+        with caplog.at_level(logging.DEBUG, logger="mcp_sync"), caplog.at_level(logging.DEBUG, logger="urllib3"):
             with mcp_sync.Client.http(url) as client:
                 transport = client._engine.transport  # type: ignore[union-attr]
                 with pytest.raises(mcp_sync.ProtocolError) as failure:

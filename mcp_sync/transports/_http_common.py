@@ -201,6 +201,24 @@ class Aborted(Exception):
 _local = threading.local()
 
 
+class _RedactExchangeUrls(logging.Filter):
+    """urllib3 logs each request's path and query at DEBUG; on a thread that is running one of
+    our exchanges, its query values are replaced by ``***`` (other users of urllib3 in the
+    process are left alone)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(_local, "slot", None) is not None and isinstance(record.args, tuple):
+            record.args = tuple(
+                redact_url(arg) if isinstance(arg, str) and ("?" in arg or "@" in arg) else arg for arg in record.args
+            )
+        return True
+
+
+_urllib3_log = logging.getLogger("urllib3.connectionpool")
+if not any(isinstance(f, _RedactExchangeUrls) for f in _urllib3_log.filters):
+    _urllib3_log.addFilter(_RedactExchangeUrls())
+
+
 class Slot:
     """One exchange another thread may abort. The worker binds it with :meth:`bound`."""
 
