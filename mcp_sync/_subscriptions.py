@@ -40,6 +40,7 @@ import functools
 import logging
 import queue
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from ._engine import SUBSCRIPTION_ID, Engine
@@ -380,12 +381,19 @@ class Subscriptions:
     """The client's registry of subscriptions: routing, reconnects, legacy URI counts."""
 
     def __init__(self, client: Client) -> None:
-        self.client = client
+        self._client = weakref.ref(client)  # weak: listen threads must not keep the client alive
         self._lock = threading.Lock()
         self._subs: list[Subscription] = []
         self._uri_refs: dict[str, int] = {}
         self._uri_engine: Engine | None = None
         self._workers = Workers("client")  # re-establishing in the background
+
+    @property
+    def client(self) -> Client:
+        client = self._client()
+        if client is None:
+            raise ClientStateError("the client is gone")
+        return client
 
     def listen(
         self,
@@ -457,8 +465,9 @@ class Subscriptions:
         return engine.request(method, wire, timeout=self.client.timeout)
 
     def post(self, callback: Callable[..., None], *args: Any) -> None:
-        dispatcher = self.client._dispatcher
-        if dispatcher is None or self.client.state.value == "closed":
+        client = self._client()
+        dispatcher = client._dispatcher if client is not None else None
+        if client is None or dispatcher is None or client.state.value == "closed":
             callback(*args)
         else:
             dispatcher.submit(callback, *args)
@@ -519,6 +528,16 @@ class Subscriptions:
         for sub in self._live():
             if sub._engine is engine:
                 sub._suspend()
+
+    def suspended(self) -> bool:
+        """True when some subscription waits for the connection to come back."""
+        return any(sub.state == "suspended" for sub in self._live())
+
+    def end_suspended(self, reason: str) -> None:
+        """The connection will not come back by itself: end every waiting subscription with ``reason``."""
+        for sub in self._live():
+            if sub.state == "suspended":
+                sub._ended(reason)
 
     def reconnected(self, engine: Engine, negotiated: Negotiated) -> None:
         """The client connected again (U7, T6): re-establish everything, in the background."""
