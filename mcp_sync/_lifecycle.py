@@ -195,11 +195,11 @@ class Lifecycle:
             legacy = _mutual(exc.supported, LEGACY_VERSIONS)
             if exc.supported and not legacy:  # lists revisions, none of which we speak
                 raise
-            note = f"server/discover probe: {exc}"
+            note = _probe_note(exc)
             return self._handshake_after_probe(engine, (legacy or [LATEST_LEGACY])[0], timeout, restart, note)
         except _NotModern as exc:
             log.debug("mcp_sync: probe says legacy (%s); falling back to initialize", exc.cause)
-            note = f"server/discover probe: {exc.cause}"
+            note = _probe_note(exc.cause)
             return self._handshake_after_probe(engine, LATEST_LEGACY, timeout, restart, note)
 
     def _modern_from(self, engine: Engine, probe: _InFlight, version: str, timeout: float | None) -> Negotiated:
@@ -254,7 +254,7 @@ class Lifecycle:
                         log.debug("mcp_sync: initialize answered -32022 naming %s: the server is modern", modern[0])
                         return engine, _noted(self._modern, note)(engine, modern[0], timeout)
                 if probe_failed is not None:
-                    note = f"server/discover probe: {probe_failed}"
+                    note = _probe_note(probe_failed)
                     return self._retry_handshake(engine, error, LATEST_LEGACY, timeout, restart, note)
                 # the probe may still answer: wait for it (its own deadline bounds this)
             probe.changed.wait()  # each request's own timeout bounds this
@@ -404,6 +404,12 @@ def _mutual(supported: list[str], ours: tuple[str, ...]) -> list[str]:
 
 def _plus(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a + b
+
+
+def _probe_note(error: BaseException) -> str:
+    """What the era probe found, for an error message: ``server/discover probe: <outcome>``."""
+    text = str(error).replace(" (server/discover)", "")
+    return "server/discover probe: " + text.removeprefix("server/discover: ")
 
 
 def _with_note(error: BaseException, note: str) -> BaseException:
