@@ -236,7 +236,6 @@ class Client(ListingMixin, TasksMixin):
         self._state = ClientState.NEW
         self._negotiated: Negotiated | None = None
         self._entered = 0  # nesting depth of `with client:` blocks; the outermost exit closes
-        self._pid = os.getpid()  # the process whose connection this is (see _forget_after_fork)
         self._res = self._new_resources()
         self._finalizer = self._arm_finalizer()
         _ALL_CLIENTS.add(self)
@@ -384,7 +383,8 @@ class Client(ListingMixin, TasksMixin):
         """Connect (probe / handshake) if not yet connected; returns the server_info dict.
 
         The first request also connects, within that request's own ``timeout`` and
-        ``cancel``. The connect runs on its own thread, bounded by the client's
+        ``cancel``; ``connect()`` waits, unless given a ``timeout``, as long as the
+        connect takes. The connect runs on its own thread, bounded by the client's
         ``timeout`` and ``probe_timeout``; a caller that stops waiting (its
         timeout: :class:`RequestTimeout`; its token: :class:`Cancelled`) leaves it
         running, and later calls wait for the same connect; if it fails, every
@@ -400,7 +400,7 @@ class Client(ListingMixin, TasksMixin):
         with self._lock:
             if self._state is ClientState.CLOSED:
                 self._reopen()
-        return self._connected(timeout, cancel, "connect").server_info
+        return self._connected(None if timeout is USE_CLIENT_DEFAULT else timeout, cancel, "connect").server_info
 
     def reconnect(self, *, timeout: Any = USE_CLIENT_DEFAULT, cancel: CancellationToken | None = None
                   ) -> dict[str, Any]:
@@ -433,19 +433,20 @@ class Client(ListingMixin, TasksMixin):
         if engine is not None and self._res.attempt is None:
             engine.closed(ConnectionClosed("the client is reconnecting"))  # waiters first, then the transport
             engine.close("the client is reconnecting")
-        return self._connected(timeout, cancel, "reconnect").server_info
+        return self._connected(None if timeout is USE_CLIENT_DEFAULT else timeout, cancel, "reconnect").server_info
 
     def _connected(
-        self, timeout: Any = USE_CLIENT_DEFAULT, cancel: CancellationToken | None = None, method: str = "connect"
+        self, timeout: float | None = None, cancel: CancellationToken | None = None, method: str = "connect"
     ) -> Negotiated:
-        """The live connection, connecting first if needed (waiting at most ``timeout``)."""
+        """The live connection, connecting first if needed (waiting at most ``timeout``; None: as
+        long as the connect takes, which the client's ``timeout`` and ``probe_timeout`` bound)."""
         negotiated, engine = self._negotiated, self._res.engine
         if negotiated is not None and engine is not None and engine.alive:
             return negotiated
         begun = self._begin_connect(method)
         if not isinstance(begun, Attempt):
             return begun
-        return self._wait_connect(begun, self.timeout if timeout is USE_CLIENT_DEFAULT else timeout, cancel, method)
+        return self._wait_connect(begun, timeout, cancel, method)
 
     def _connected_within(
         self, method: str, timeout: Any, cancel: CancellationToken | None
@@ -664,7 +665,6 @@ class Client(ListingMixin, TasksMixin):
 
         Nothing of it is closed, signalled or flushed (the parent still uses its
         process, pipes, sockets and threads); the next use connects afresh."""
-        self._pid = os.getpid()
         self._lock = threading.RLock()
         self._tool_schemas_lock = threading.Lock()
         old = self._res
@@ -776,7 +776,7 @@ class Client(ListingMixin, TasksMixin):
             # re-issued once, as a new request with a new id, if it is safe to repeat.
             if not (engine.alive and negotiated.era == "modern" and method in _REPEATABLE):
                 raise
-            log.info("mcp_sync: %s: the answer stream broke; sending it again (H13)", method)
+            log.info("mcp_sync: %s: the answer stream broke; sending it again", method)  # H13
             result = engine.request(method, wire_params, **options)
         kind = result.get("resultType", "complete")  # J5: absent means complete
         if kind == "complete" or negotiated.era == "legacy":
@@ -870,8 +870,9 @@ class Client(ListingMixin, TasksMixin):
         """
         if self._state is ClientState.CLOSED:
             raise ClientStateError(f"{method}: the client is closed", method=method)
-        if self._negotiated is None or self._engine is None:
-            return  # not connected yet: the request connects within its own deadline, then checks
+        engine = self._engine
+        if self._negotiated is None or engine is None or not engine.alive:
+            return  # not connected (or the server died): the request connects within its own deadline, then checks
         negotiated = self._connected()
         if capability in negotiated.server_capabilities:
             return
@@ -984,7 +985,7 @@ class Client(ListingMixin, TasksMixin):
     def set_roots(self, roots: Roots) -> None:
         """Replace the roots given to the server (a list, or a callable asked each time).
 
-        Legacy servers are told with ``notifications/roots/list_changed`` (LG10);
+        Legacy servers are told with ``notifications/roots/list_changed``;
         modern servers ask for roots per request, so they see the new ones next time.
 
         Example: ``client.set_roots(["file:///home/me/project"])``
@@ -1189,10 +1190,10 @@ class Client(ListingMixin, TasksMixin):
         """Subscribe to change notifications; returns a live :class:`Subscription`.
 
         Modern servers: one ``subscriptions/listen`` request, returned from once
-        acknowledged (U2; ``timeout``, default the client's, then
+        acknowledged (``timeout``, default the client's, then
         :class:`RequestTimeout` and the listen is cancelled). Legacy servers:
         ``resources/subscribe`` per URI and a ``ping``. Only what the server's
-        capabilities allow is asked for (U1); :class:`CapabilityError` if that
+        capabilities allow is asked for; :class:`CapabilityError` if that
         leaves nothing. ``on_notification(method, params)`` runs on the
         dispatch thread for each event, and may call the client. After a server
         restart the subscription is re-established and delivers
@@ -1217,9 +1218,9 @@ class Client(ListingMixin, TasksMixin):
         """Forget cached list, read and discover results.
 
         The cache (``cache=True``, the default) reuses a result while its
-        ``ttlMs`` lasts (C3; absent or 0 means never), keeps ``cacheScope:
-        "private"`` results per authorization context (C5), and drops entries
-        when a list_changed or resources/updated notification arrives (C6) or
+        ``ttlMs`` lasts (absent or 0 means never), keeps ``cacheScope:
+        "private"`` results per authorization context, and drops entries
+        when a list_changed or resources/updated notification arrives or
         the server restarts. Per call, the list/read methods and ``discover``
         take ``cache="use"`` (default), ``"refresh"`` (re-fetch and store) or
         ``"bypass"`` (neither read nor store).

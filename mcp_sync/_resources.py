@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import logging
 import os
-import shlex
 import threading
 import warnings
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Sequence
-from urllib.parse import urlsplit
 
 from ._threads import Dispatcher, Outcome, Workers
 from .exceptions import ClientStateError, ConnectionClosed, MCPError
@@ -279,6 +277,9 @@ def default_name(transport: Any) -> str:
 
 def describe_target(transport: Any) -> str:
     """The command line, or the URL without credentials or query (never a secret)."""
+    import shlex  # lazily: `import mcp_sync` stays light
+    from urllib.parse import urlsplit
+
     command = getattr(transport, "command", None)
     if isinstance(command, str):
         line = shlex.join([command, *map(str, getattr(transport, "args", ()) or ())])

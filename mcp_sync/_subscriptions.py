@@ -1,24 +1,25 @@
 """Subscriptions: what ``Client.listen()`` returns, in both eras.
 
-**Modern** (2026-07-28, checklist 1.7): one ``subscriptions/listen`` request per
+**Modern** (2026-07-28): one ``subscriptions/listen`` request per
 :class:`Subscription`, sent on a ``mcp_sync-listen-<server>`` thread with no
 timeout and its own :class:`~mcp_sync.CancellationToken`. ``listen()`` returns
-once ``notifications/subscriptions/acknowledged`` arrives (U2); notifications
+once ``notifications/subscriptions/acknowledged`` arrives; notifications
 whose ``_meta["io.modelcontextprotocol/subscriptionId"]`` is the request's id
-are routed to it by the engine (U3, U4). Closing cancels the token: the engine
+are routed to it by the engine. Closing cancels the token: the engine
 sends ``notifications/cancelled`` on stdio, or closes the response stream on
-Streamable HTTP (U5). The server ends it with a final result or a
-``notifications/cancelled`` naming the listen (U6).
+Streamable HTTP. The server ends it with a final result or a
+``notifications/cancelled`` naming the listen.
 
-**Legacy** (2025-11-25 and older, LG9): ``resources/subscribe`` for each URI
+**Legacy** (2025-11-25 and older): ``resources/subscribe`` for each URI
 (reference-counted across subscriptions, so closing one never unsubscribes a
 URI another still wants), then a ``ping`` confirms the session; the session's
 own list_changed and resources/updated notifications are filtered by what
 each subscription asked for.
 
-**Reconnects** (U7, T6): when the connection is lost, the current iteration
-ends; the subscription stays registered. When the client connects again (stdio
-restarts the server on the next request), every such subscription is
+**Reconnects**: when the connection is lost, the current iteration
+ends; the subscription stays registered. When the client connects again (a
+stdio server that died is started again at once for its subscriptions, when
+``restart`` is on; else they end with a reason), every such subscription is
 re-established by itself and delivers the synthetic event
 ``("mcp_sync/resubscribed", {"era", "subscriptionId", "notifications"})``
 first, so the subscriber knows notifications may have been missed (re-list
@@ -107,8 +108,8 @@ class Subscription:
                     tools = list(client.tools())
 
     Attributes: ``requested`` (the filter asked of the server, after dropping
-    what its capabilities do not allow, U1), ``acknowledged`` (the filter the
-    server agreed to, U2; legacy: same as requested), ``subscription_id`` (the
+    what its capabilities do not allow), ``acknowledged`` (the filter the
+    server agreed to; legacy: same as requested), ``subscription_id`` (the
     listen request's id, modern), ``end_reason`` (why it ended, or None).
     """
 
@@ -147,7 +148,7 @@ class Subscription:
         return self._state
 
     def close(self) -> None:
-        """End the subscription (U5); idempotent, callable from any thread, callbacks included.
+        """End the subscription; idempotent, callable from any thread, callbacks included.
 
         Example: ``sub = client.listen(tools_list_changed=True); ...; sub.close()``
         """
@@ -410,7 +411,7 @@ class Subscriptions:
             resource_uris = (resource_uris,)
         if not (tools_list_changed or prompts_list_changed or resources_list_changed or resource_uris):
             raise ValueError("listen() needs at least one notification type or resource URI")
-        negotiated = self.client._connected()
+        negotiated = self.client._connected(timeout, None, LISTEN)
         engine = self.client._engine
         if engine is None:
             raise ClientStateError("the client is closed")
@@ -452,7 +453,7 @@ class Subscriptions:
             else:
                 dropped.append("resourceSubscriptions")
         if dropped:
-            log.info("mcp_sync: the server's capabilities do not allow %s; not subscribed (U1)", dropped)
+            log.info("mcp_sync: the server's capabilities do not allow %s; not subscribed", dropped)  # U1
         if not requested:
             raise CapabilityError(f"{LISTEN}: the server supports none of the requested notifications {dropped}")
         return requested

@@ -28,6 +28,15 @@ def lifecycle(*args: str, **options: Any) -> mcp_sync.Client:
     return mcp_sync.Client.stdio(PY, [LIFECYCLE, *args], **options)
 
 
+def server_pid(client: mcp_sync.Client) -> int | None:
+    """The stdio server's pid. Through the engine where ``client.pid`` is missing, so that these
+    tests also run (and fail) on the code from before the fix."""
+    if hasattr(client, "pid"):
+        return client.pid
+    engine = client._engine
+    return getattr(engine.transport, "pid", None) if engine is not None else None
+
+
 def gone(pid: int | None) -> bool:
     if pid is None:
         return True
@@ -93,7 +102,7 @@ def test_close_interrupts_a_connect_in_progress(timeout: float | None, no_leaks:
     client = lifecycle("--silent", timeout=timeout)
     thread, box = in_thread(client.connect)
     time.sleep(0.5)  # the probe is on the wire, unanswered
-    pid = client.pid
+    pid = server_pid(client)
     started = time.monotonic()
     client.close()
     closed_at = time.monotonic()
@@ -111,11 +120,11 @@ def test_a_later_call_waits_for_the_same_connect_and_succeeds(no_leaks: None) ->
     try:
         with pytest.raises(mcp_sync.RequestTimeout):
             client.call_tool("echo", {"text": "a"}, timeout=0.5)
-        pid = client.pid
+        pid = server_pid(client)
         started = time.monotonic()
         assert client.call_tool("echo", {"text": "b"}, timeout=10).text == "b"
         assert time.monotonic() - started < 5
-        assert client.pid == pid  # the same connect (the same server process), not a new one
+        assert server_pid(client) == pid  # the same connect (the same server process), not a new one
     finally:
         client.close()
 
@@ -130,7 +139,7 @@ def test_concurrent_first_calls_share_one_connect(no_leaks: None) -> None:
             thread.join(20)
             results.append(box.get("value") or box.get("error"))
         assert [r.text for r in results] == [str(i) for i in range(8)]
-        assert client.call_tool("pid", timeout=5).text == str(client.pid)
+        assert client.call_tool("pid", timeout=5).text == str(server_pid(client))
     finally:
         client.close()
 
@@ -184,7 +193,7 @@ def test_a_failed_connect_says_what_the_probe_found(no_leaks: None) -> None:
     client = lifecycle("--silent", probe_timeout=0.3, timeout=0.8, restart=False)
     started = time.monotonic()
     with pytest.raises(mcp_sync.RequestTimeout) as caught:
-        client.connect(timeout=10)
+        client.connect()
     assert time.monotonic() - started < 5
     message = str(caught.value)
     assert "initialize: no answer within 0.8 s" in message
@@ -206,7 +215,7 @@ def test_close_releases_waiting_threads_before_the_server_is_gone(no_leaks: None
     ConnectionClosed at once; close() itself returns within its shutdown bound."""
     client = lifecycle("--linger", "10", timeout=30)
     client.connect()
-    pid = client.pid
+    pid = server_pid(client)
     calls = [in_thread(lambda: client.call_tool("slow", {"seconds": 20})) for _ in range(8)]
     time.sleep(0.5)
     started = time.monotonic()
@@ -226,13 +235,13 @@ def test_connect_after_close_starts_afresh_and_requests_do_not(no_leaks: None) -
     """#9.20: requests on a closed client raise ClientStateError; connect() (or `with`) opens it afresh."""
     client = mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], timeout=20)
     client.connect()
-    first = client.pid
+    first = server_pid(client)
     client.close()
     assert gone(first)
     with pytest.raises(mcp_sync.ClientStateError):
         client.call_tool("echo", {"text": "x"})
     client.connect()
-    assert client.state is mcp_sync.ClientState.OPEN and client.pid != first
+    assert client.state is mcp_sync.ClientState.OPEN and server_pid(client) != first
     assert client.call_tool("echo", {"text": "again"}).text == "again"
     client.close()
     with client:
@@ -270,11 +279,11 @@ def test_reconnect_starts_afresh_and_keeps_subscriptions(era: str, no_leaks: Non
     options = {} if era == "modern" else {"mode": "legacy"}
     with mcp_sync.Client.stdio(PY, fault_args("--era", era), timeout=20, **options) as client:
         sub = client.listen(tools_list_changed=True)
-        first = client.pid
+        first = server_pid(client)
         waiting = in_thread(lambda: client.call_tool("slow", {"seconds": 10}))
         time.sleep(0.3)
         info = client.reconnect()
-        assert info and client.pid != first and gone(first)
+        assert info and server_pid(client) != first and gone(first)
         waiting[0].join(5)
         assert isinstance(waiting[1].get("error"), mcp_sync.ConnectionClosed)
         events = [sub.get(timeout=10), sub.get(timeout=10)]
@@ -293,12 +302,12 @@ def test_listen_brings_a_dead_server_back_by_itself(no_leaks: None) -> None:
     """#9.14: it went quiet (suspended, end_reason None) until some other request restarted the server."""
     with mcp_sync.Client.stdio(PY, fault_args("--era", "modern"), timeout=20) as client:
         sub = client.listen(tools_list_changed=True)
-        first = client.pid
+        first = server_pid(client)
         os.kill(first, 9)  # no request of ours notices: only the subscription is there
         assert list(sub) == []
         event = sub.get(timeout=15)  # no other request is made
         assert event is not None and event[0] == "mcp_sync/resubscribed"
-        assert sub.state == "live" and client.pid != first
+        assert sub.state == "live" and server_pid(client) != first
         client.call_tool("notify_changed", {"kind": "tools"})
         assert (sub.get(timeout=10) or ("",))[0] == "notifications/tools/list_changed"
         sub.close()
@@ -308,7 +317,7 @@ def test_listen_on_a_dead_server_without_restart_ends_with_a_reason(no_leaks: No
     """#9.14: restart=False: the subscription ends, and says why."""
     with mcp_sync.Client.stdio(PY, fault_args("--era", "modern"), timeout=20, restart=False) as client:
         sub = client.listen(tools_list_changed=True)
-        os.kill(client.pid or 0, 9)
+        os.kill(server_pid(client) or 0, 9)
         assert list(sub) == []
         assert wait_for(lambda: sub.state == "ended", 5)
         assert sub.end_reason and "restart is off" in sub.end_reason
