@@ -149,6 +149,14 @@ class Client(ListingMixin, TasksMixin):
     :func:`mcp_sync.connect`; use it as a context manager or call
     :meth:`close`. Every method may be called from any thread, including from
     inside a callback (callbacks run on the client's dispatch thread).
+    ``name=`` names it in reprs, thread names and loggers (see :attr:`name`).
+
+    After ``os.fork()`` (gunicorn ``--preload``, multiprocessing), a client in
+    the child leaves the parent's server process, sockets and threads alone and
+    connects afresh on first use; the parent's connection is unaffected. A
+    client built on a transport object cannot make a new one: in the child it
+    is closed. An unclosed client that is no longer referenced is closed by
+    the garbage collector, with a ``ResourceWarning``.
 
     Example::
 
@@ -674,11 +682,18 @@ class Client(ListingMixin, TasksMixin):
             self._cache = type(self._cache)()
         self._res = self._new_resources()
         self._finalizer = self._arm_finalizer()
-        self._spare = None
         _OPEN_CLIENTS.discard(self)
+        self._negotiated = None
+        self._spare = None
+        if not self._reopenable:  # its one transport object is the parent's: it cannot go on here
+            self._state = ClientState.CLOSED
+            return
+        try:
+            self._transport = self._spare = self._transport_factory()
+        except Exception:  # made again on first use
+            log.debug("mcp_sync: making a transport after fork failed", exc_info=True)
         if self._state is ClientState.OPEN:
             self._state = ClientState.NEW
-        self._negotiated = None
 
     @property
     def _engine(self) -> Engine | None:  # type: ignore[override]  # declared as an attribute by the mixins

@@ -125,8 +125,9 @@ def test_fork_stdio_child_gets_its_own_server_and_the_parent_is_unaffected() -> 
         load.start()
 
         def child() -> dict[str, Any]:
+            before_use = server_pid(client)  # the parent's server is not the child's
             wrong = echo_rounds(client, "child")
-            report = {"wrong": wrong, "server": server_pid(client), "era": client.era}
+            report = {"wrong": wrong, "server": server_pid(client), "era": client.era, "before_use": before_use}
             client.close()
             report["closed_server_gone"] = gone(report["server"])
             return report
@@ -135,7 +136,7 @@ def test_fork_stdio_child_gets_its_own_server_and_the_parent_is_unaffected() -> 
         stop.set()
         load.join(20)
         assert "error" not in report, report
-        assert report["wrong"] == [] and report["era"] == "modern"
+        assert report["wrong"] == [] and report["era"] == "modern" and report["before_use"] is None
         assert report["server"] not in (None, parent_server)  # a new server process of its own
         assert report["closed_server_gone"] is True
         assert parent_wrong == []
