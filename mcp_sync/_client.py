@@ -27,7 +27,7 @@ from ._hosted_tasks import TASK_METHODS, HostedTasks
 from ._lifecycle import Lifecycle, Negotiated
 from ._listing import ListingMixin
 from ._resources import Attempt, Resources, collect, default_name, describe_target, weakly
-from ._sentinels import USE_CLIENT_DEFAULT
+from ._sentinels import USE_CLIENT_DEFAULT, _Default
 from ._subscriptions import Subscription, Subscriptions
 from ._tasks import TASKS_EXTENSION, Task, TasksMixin
 from ._threads import Dispatcher, run_concurrently, spawn
@@ -387,7 +387,9 @@ class Client(ListingMixin, TasksMixin):
         pid = getattr(self.transport, "pid", None)
         return pid if isinstance(pid, int) else None
 
-    def connect(self, *, timeout: Any = USE_CLIENT_DEFAULT, cancel: CancellationToken | None = None) -> dict[str, Any]:
+    def connect(
+        self, *, timeout: float | _Default | None = USE_CLIENT_DEFAULT, cancel: CancellationToken | None = None
+    ) -> dict[str, Any]:
         """Connect (probe / handshake) if not yet connected; returns the server_info dict.
 
         The first request also connects, within that request's own ``timeout`` and
@@ -410,8 +412,9 @@ class Client(ListingMixin, TasksMixin):
                 self._reopen()
         return self._connected(None if timeout is USE_CLIENT_DEFAULT else timeout, cancel, "connect").server_info
 
-    def reconnect(self, *, timeout: Any = USE_CLIENT_DEFAULT, cancel: CancellationToken | None = None
-                  ) -> dict[str, Any]:
+    def reconnect(
+        self, *, timeout: float | _Default | None = USE_CLIENT_DEFAULT, cancel: CancellationToken | None = None
+    ) -> dict[str, Any]:
         """Drop the connection and connect afresh; returns the new server_info dict.
 
         For a server that lost its state under the client (restarted, session

@@ -50,6 +50,7 @@ class Attempt:
         self.restarted = restarted
         self.engines: list[Engine] = []
         self.aborted: MCPError | None = None
+        self.error: BaseException | None = None  # how it failed, once it did
         self._lock = threading.Lock()
         self._waiters: list[Outcome] = []
         self._done = Outcome()
@@ -76,8 +77,8 @@ class Attempt:
             if not self._done.done:
                 self._on_failure.append(callback)
                 return
-        if self._done._error is not None:
-            callback(self._done._error)
+        if self.error is not None:
+            callback(self.error)
 
     def _settle(self, waiter: Outcome) -> None:
         try:
@@ -89,6 +90,7 @@ class Attempt:
         with self._lock:
             if not self._done.settle(value, error):
                 return
+            self.error = error
             waiters, self._waiters = self._waiters, []
             callbacks, self._on_failure = self._on_failure, []
         for waiter in waiters:

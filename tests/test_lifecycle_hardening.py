@@ -144,6 +144,41 @@ def test_concurrent_first_calls_share_one_connect(no_leaks: None) -> None:
         client.close()
 
 
+def test_random_deadlines_cancels_and_a_close_during_the_connect(no_leaks: None) -> None:
+    """#8.3, the property: whatever each caller's timeout or token, and a close() at any time,
+    every first call ends by its own deadline with its own outcome; nothing is left running."""
+    import random
+
+    rng = random.Random(8_3)
+    client = lifecycle("--start-delay", "1")
+    plans = [(rng.uniform(0.1, 2.5), rng.choice([None, rng.uniform(0.05, 2.0)])) for _ in range(16)]
+    tokens = [mcp_sync.CancellationToken() for _ in plans]
+    started = time.monotonic()
+    for token, (_, cancel_at) in zip(tokens, plans):
+        if cancel_at is not None:
+            threading.Timer(cancel_at, token.cancel, kwargs={"reason": "plan"}).start()
+    calls = [
+        in_thread(lambda t=timeout, c=token: client.call_tool("echo", {"text": "x"}, timeout=t, cancel=c))
+        for (timeout, _), token in zip(plans, tokens)
+    ]
+    close_at = 1.8
+    time.sleep(close_at)
+    pid = server_pid(client)
+    client.close()
+    for (thread, box), (timeout, cancel_at) in zip(calls, plans):
+        thread.join(5)
+        ended = box["at"] - started
+        bound = min(timeout, cancel_at if cancel_at is not None else timeout, close_at) + 0.6
+        assert ended < bound, (timeout, cancel_at, ended, box)
+        outcome = box.get("value") or box.get("error")
+        allowed = (mcp_sync.CallToolResult, mcp_sync.RequestTimeout, mcp_sync.Cancelled,
+                   mcp_sync.ClientStateError, mcp_sync.ConnectionClosed)
+        assert isinstance(outcome, allowed), outcome
+        if isinstance(outcome, mcp_sync.Cancelled):
+            assert cancel_at is not None and outcome.reason == "plan"
+    assert gone(pid)
+
+
 # -- issue 9.2, 9.3, 9.12: the era decision -----------------------------------------------------------
 
 
@@ -293,6 +328,17 @@ def test_reconnect_starts_afresh_and_keeps_subscriptions(era: str, no_leaks: Non
         sub.close()
     with pytest.raises(mcp_sync.ClientStateError):
         client.reconnect()
+
+
+def test_reconnect_over_http_opens_a_new_session(sdk_http_url: str, no_leaks: None) -> None:
+    """#9.8 over Streamable HTTP: a new legacy session; calls go on; the old session is not reused."""
+    with mcp_sync.Client.http(sdk_http_url, mode="legacy", timeout=20) as client:
+        assert client.call_tool("echo", {"text": "a"}).text == "a"
+        first = client.transport.session_id  # type: ignore[attr-defined]
+        client.reconnect()
+        second = client.transport.session_id  # type: ignore[attr-defined]
+        assert first and second and second != first
+        assert client.call_tool("echo", {"text": "b"}).text == "b"
 
 
 # -- issue 9.14: a listen loop on a stdio server that died ------------------------------------------------
