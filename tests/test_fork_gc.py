@@ -20,6 +20,7 @@ import warnings
 from typing import Any, Callable
 
 import pytest
+from lifekit import gone, server_pid, transport_of, wait_for
 
 import mcp_sync
 
@@ -30,39 +31,6 @@ pytestmark = [
     pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork"),
     pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning"),
 ]
-
-
-def server_pid(client: mcp_sync.Client) -> int | None:
-    """The stdio server's pid. Through the engine where ``client.pid`` is missing, so that these
-    tests also run (and fail) on the code from before the fix."""
-    if hasattr(client, "pid"):
-        return client.pid
-    engine = client._engine
-    return getattr(engine.transport, "pid", None) if engine is not None else None
-
-
-def transport_of(client: mcp_sync.Client) -> Any:
-    """``client.transport`` (through the engine on the code from before the fix)."""
-    return client.transport if hasattr(client, "transport") else client._engine.transport  # type: ignore[union-attr]
-
-
-def gone(pid: int | None) -> bool:
-    if pid is None:
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
-def wait_for(predicate: Callable[[], bool], seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def in_child(work: Callable[[], dict[str, Any]], timeout: float = 30) -> dict[str, Any]:

@@ -11,9 +11,10 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Callable
+from typing import Any
 
 import pytest
+from lifekit import gone, in_thread, server_pid, wait_for
 
 import mcp_sync
 
@@ -26,50 +27,6 @@ LIFECYCLE = str(SERVERS / "lifecycle_server.py")
 
 def lifecycle(*args: str, **options: Any) -> mcp_sync.Client:
     return mcp_sync.Client.stdio(PY, [LIFECYCLE, *args], **options)
-
-
-def server_pid(client: mcp_sync.Client) -> int | None:
-    """The stdio server's pid. Through the engine where ``client.pid`` is missing, so that these
-    tests also run (and fail) on the code from before the fix."""
-    if hasattr(client, "pid"):
-        return client.pid
-    engine = client._engine
-    return getattr(engine.transport, "pid", None) if engine is not None else None
-
-
-def gone(pid: int | None) -> bool:
-    if pid is None:
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
-def wait_for(predicate: Callable[[], bool], seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
-
-
-def in_thread(function: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
-    """Run ``function`` on a thread; the dict gets "value" or "error", and "at" (when it ended)."""
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = function()
-        except BaseException as exc:
-            box["error"] = exc
-        box["at"] = time.monotonic()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread, box
 
 
 # -- issue 8.3: the implicit connect keeps the caller's deadline; close() interrupts a connect ----------
@@ -268,7 +225,7 @@ def test_close_releases_waiting_threads_before_the_server_is_gone(no_leaks: None
 
 def test_connect_after_close_starts_afresh_and_requests_do_not(no_leaks: None) -> None:
     """#9.20: requests on a closed client raise ClientStateError; connect() (or `with`) opens it afresh."""
-    client = mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], timeout=20)
+    client = mcp_sync.Client.stdio(PY, fault_args(), timeout=20)
     client.connect()
     first = server_pid(client)
     client.close()
@@ -288,7 +245,7 @@ def test_a_client_built_on_a_transport_object_cannot_reopen() -> None:
     """#9.20: it cannot make a new transport, and says so."""
     from mcp_sync.transports.stdio import StdioTransport
 
-    client = mcp_sync.Client(StdioTransport(PY, [SDK_SERVER, "stdio"]))
+    client = mcp_sync.Client(StdioTransport(PY, fault_args()))
     client.connect()
     client.close()
     with pytest.raises(mcp_sync.ClientStateError, match="transport object"):
@@ -297,7 +254,7 @@ def test_a_client_built_on_a_transport_object_cannot_reopen() -> None:
 
 def test_nested_with_closes_only_at_the_outermost_exit(no_leaks: None) -> None:
     """#9.20: the inner `with client:` used to close the client."""
-    with mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], timeout=20) as client:
+    with mcp_sync.Client.stdio(PY, fault_args(), timeout=20) as client:
         with client:
             assert client.call_tool("echo", {"text": "inner"}).text == "inner"
         assert client.state is mcp_sync.ClientState.OPEN
