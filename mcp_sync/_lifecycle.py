@@ -38,6 +38,7 @@ import attrs
 
 from ._engine import Engine
 from ._threads import spawn
+from .cancellation import CancellationToken
 from .exceptions import (
     ConnectionClosed,
     MCPError,
@@ -227,6 +228,14 @@ class Lifecycle:
         start, e.g. one that locked its era on our probe)."""
         note = f"server/discover probe: no answer within {self.probe_timeout} s"
         log.debug("mcp_sync: %s; sending initialize while the probe stays open", note)
+        try:
+            return self._race_to_decision(engine, probe, version, timeout, restart, note)
+        except _NotModern as exc:  # a modern answer, then a failed modern retry: say what failed
+            raise _with_note(exc.cause, note) from exc.cause
+
+    def _race_to_decision(
+        self, engine: Engine, probe: _InFlight, version: str, timeout: float | None, restart: Restart | None, note: str
+    ) -> tuple[Engine, Negotiated]:
         params = self._initialize_params(LATEST_LEGACY)
         init = _InFlight(engine, "initialize", params, timeout, changed=probe.changed)
         probe_failed: BaseException | None = None
@@ -247,7 +256,9 @@ class Lifecycle:
             if init.done:
                 error = init.error
                 if error is None:
-                    return engine, self._finish_handshake(engine, init.value, LATEST_LEGACY)
+                    negotiated = self._finish_handshake(engine, init.value, LATEST_LEGACY)
+                    probe.abandon()  # legacy: stop waiting for the probe (the server is told)
+                    return engine, negotiated
                 if isinstance(error, UnsupportedProtocolVersionError):
                     modern = _mutual(error.supported, MODERN_VERSIONS)
                     if modern:
@@ -374,13 +385,16 @@ class _InFlight:
         changed: threading.Event | None = None,
     ) -> None:
         self.changed = changed or threading.Event()
+        self._token = CancellationToken()
         self.value: dict[str, Any] = {}
         self.error: BaseException | None = None
         self._done = threading.Event()
 
         def run() -> None:
             try:
-                self.value = engine.request(method, params, timeout=timeout, cancel_on_timeout=False)
+                self.value = engine.request(
+                    method, params, timeout=timeout, cancel_on_timeout=False, cancel=self._token
+                )
             except BaseException as exc:  # handed to the connecting thread
                 self.error = exc
             finally:
@@ -395,6 +409,10 @@ class _InFlight:
 
     def wait(self, timeout: float | None) -> bool:
         return self._done.wait(timeout)
+
+    def abandon(self) -> None:
+        """No longer wanted: cancel it (on the wire too), which ends its thread."""
+        self._token.cancel("the protocol era was decided without it")
 
 
 def _mutual(supported: list[str], ours: tuple[str, ...]) -> list[str]:

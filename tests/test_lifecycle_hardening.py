@@ -162,6 +162,17 @@ def test_slow_legacy_server_is_still_legacy(no_leaks: None) -> None:
         assert client.call_tool("echo", {"text": "l"}).text == "l"
 
 
+def test_an_unanswered_probe_is_cancelled_once_the_handshake_decides(no_leaks: None) -> None:
+    """A legacy server that drops server/discover: once initialize decides, the open probe is
+    cancelled (the server is told) rather than left waiting for its own timeout."""
+    import json
+
+    with mcp_sync.Client.stdio(PY, fault_args("--behaviour", "slow-discover"), probe_timeout=0.3) as client:
+        assert client.era == "legacy"
+        assert wait_for(lambda: not [t for t in threading.enumerate() if t.name.startswith("mcp_sync-connect")], 5)
+        assert json.loads(client.call_tool("cancelled_log").text) == [1]  # the probe's id
+
+
 @pytest.mark.parametrize("how", ["nodata", "empty"])
 def test_unsupported_version_listing_no_revisions_falls_back_to_the_handshake(how: str, no_leaks: None) -> None:
     """#9.3: -32022 with no `supported` (or an empty list) raised; it means: try the handshake."""
