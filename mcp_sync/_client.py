@@ -680,6 +680,7 @@ class Client(ListingMixin, TasksMixin):
         self._tool_schemas_lock = threading.Lock()
         old = self._res
         _LEFT_TO_PARENT.append(old)
+        old.subscriptions.forget_after_fork()
         self._finalizer.detach()
         if self._cache is not None:
             self._cache = type(self._cache)()

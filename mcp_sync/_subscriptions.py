@@ -585,6 +585,18 @@ class Subscriptions:
         """Run ``work`` on a thread that close_all() joins."""
         self._workers.spawn(work, "resubscribe")
 
+    def forget_after_fork(self) -> None:
+        """In a forked child: these subscriptions live on the parent's connection. End them here
+        without a word on the wire and without the parent's locks or threads (the parent's go on)."""
+        for sub in list(self._subs):
+            sub._lock = threading.Lock()
+            sub._state, sub.end_reason = "closed", "the process forked; the subscription stays with the parent"
+            sub._closed = threading.Event()
+            sub._closed.set()
+            sub._token, sub._thread = None, None
+            sub._queue.put(_END)
+        self._subs = []
+
     def close_all(self) -> None:
         """The client is closing: close every subscription (no unsubscribe round trips)."""
         for sub in self._live():

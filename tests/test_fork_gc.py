@@ -82,6 +82,7 @@ def test_fork_stdio_child_gets_its_own_server_and_the_parent_is_unaffected() -> 
     with mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], timeout=20) as client:
         assert client.call_tool("echo", {"text": "before"}).text == "before"
         parent_server = server_pid(client)
+        sub = client.listen(tools_list_changed=True)  # the parent's listen must survive the child
         stop = threading.Event()
         parent_wrong: list[str] = []
 
@@ -94,8 +95,11 @@ def test_fork_stdio_child_gets_its_own_server_and_the_parent_is_unaffected() -> 
 
         def child() -> dict[str, Any]:
             before_use = server_pid(client)  # the parent's server is not the child's
+            sub_state = sub.state  # the parent's subscription: closed here, without a word on the wire
+            sub.close()
             wrong = echo_rounds(client, "child")
-            report = {"wrong": wrong, "server": server_pid(client), "era": client.era, "before_use": before_use}
+            report = {"wrong": wrong, "server": server_pid(client), "era": client.era, "before_use": before_use,
+                      "sub_state": sub_state}
             client.close()
             report["closed_server_gone"] = gone(report["server"])
             return report
@@ -106,10 +110,15 @@ def test_fork_stdio_child_gets_its_own_server_and_the_parent_is_unaffected() -> 
         assert "error" not in report, report
         assert report["wrong"] == [] and report["era"] == "modern" and report["before_use"] is None
         assert report["server"] not in (None, parent_server)  # a new server process of its own
-        assert report["closed_server_gone"] is True
+        assert report["closed_server_gone"] is True and report["sub_state"] == "closed"
         assert parent_wrong == []
         assert server_pid(client) == parent_server and not gone(parent_server)  # the child never killed it
         assert echo_rounds(client, "after") == []
+        assert sub.state == "live"
+        client.call_tool("add_tool", {"name": "forked"})
+        event = sub.get(timeout=10)
+        assert event is not None and event[0] == "notifications/tools/list_changed"
+        sub.close()
 
 
 def test_fork_http_child_gets_its_own_session_and_the_parent_is_unaffected(sdk_http_url: str) -> None:
