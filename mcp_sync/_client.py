@@ -80,6 +80,8 @@ _LOG_LEVELS = {
 _INPUT_METHODS_ALLOWED = ("tools/call", "resources/read", "prompts/get")  # R1
 _LOAD_SHED_BACKOFF = (0.05, 0.25)  # first delay, cap (seconds)
 RELATED_TASK = "io.modelcontextprotocol/related-task"
+#: Subscriptions restart a dead stdio server by themselves, at most this often (then they end).
+_MAX_RESTARTS, _RESTART_WINDOW = 3, 30.0
 #: The capability each request needs (checked once connected, when a call connected first).
 _CAPABILITY_OF = {
     "tools/call": "tools", "tools/list": "tools", "prompts/get": "prompts", "prompts/list": "prompts",
@@ -244,6 +246,7 @@ class Client(ListingMixin, TasksMixin):
         self._state = ClientState.NEW
         self._negotiated: Negotiated | None = None
         self._entered = 0  # nesting depth of `with client:` blocks; the outermost exit closes
+        self._auto_restarts: list[float] = []  # when subscriptions last restarted a dead server
         self._res = self._new_resources()
         self._finalizer = self._arm_finalizer()
         _ALL_CLIENTS.add(self)
@@ -559,9 +562,12 @@ class Client(ListingMixin, TasksMixin):
             engine.close("the client was closed while connecting")
             attempt.finish(error=attempt.aborted or ClientStateError("connect: the client was closed"))
             return
-        if attempt.restarted:
-            self._subscriptions.reconnected(engine, negotiated)  # U7, T6
         attempt.finish(negotiated)
+        error = engine.closed_error
+        if error is not None:  # it died at once: its on_closed may have run before it was published
+            self._connection_lost(engine, error)
+        elif attempt.restarted:
+            self._subscriptions.reconnected(engine, negotiated)  # U7, T6
 
     def _start_engine(self, attempt: Attempt) -> Engine:
         """Make and start one transport and its engine for ``attempt`` (a restart makes another)."""
@@ -606,6 +612,14 @@ class Client(ListingMixin, TasksMixin):
             return
         if self._factory is None:
             subscriptions.end_suspended(f"the connection was lost and restart is off: {error.message}")
+            return
+        now = time.monotonic()
+        self._auto_restarts = [t for t in self._auto_restarts if now - t < _RESTART_WINDOW] + [now]
+        if len(self._auto_restarts) > _MAX_RESTARTS:  # a server that dies as soon as it starts
+            subscriptions.end_suspended(
+                f"the server keeps exiting ({_MAX_RESTARTS} restarts within {_RESTART_WINDOW:.0f} s); "
+                f"last: {error.message}"
+            )
             return
         try:
             begun = self._begin_connect("subscriptions/listen")

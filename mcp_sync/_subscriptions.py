@@ -262,8 +262,11 @@ class Subscription:
                 return
             except MCPError as exc:
                 if not self._ready.is_set():
+                    resubscribing = self._resubscribing
                     self._fail_before_ack(exc)
-                    return
+                    if resubscribing and engine.alive:  # nobody waits on a re-listen: end it, with why
+                        self._ended(f"re-establishing failed: {exc}")
+                    return  # (a lost connection suspends it instead, and a reconnect resumes it)
                 if not engine.alive:
                     return  # connection lost: on_closed suspends us, a reconnect resumes (U7)
                 if self._acks > acks_before:

@@ -11,6 +11,7 @@ import logging
 import os
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -335,6 +336,18 @@ def test_listen_on_a_dead_server_without_restart_ends_with_a_reason(no_leaks: No
         assert list(sub) == []
         assert wait_for(lambda: sub.state == "ended", 5)
         assert sub.end_reason and "restart is off" in sub.end_reason
+
+
+def test_listen_gives_up_on_a_server_that_dies_as_soon_as_it_starts(tmp_path: Path, no_leaks: None) -> None:
+    """#9.14: restarting for a subscription is bounded: a server that exits right after each start
+    ends the subscription with a reason instead of being started again for ever."""
+    doomed = tmp_path / "doomed"
+    with lifecycle("--era", "modern", "--doomed-if", str(doomed), timeout=10) as client:
+        sub = client.listen(tools_list_changed=True)
+        doomed.touch()
+        os.kill(server_pid(client) or 0, 9)
+        assert wait_for(lambda: sub.state == "ended", 30)
+        assert sub.end_reason and "keeps exiting" in sub.end_reason, sub.end_reason
 
 
 # -- issue 9.15: telling clients apart ---------------------------------------------------------------------

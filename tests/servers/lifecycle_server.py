@@ -16,6 +16,9 @@ Python 3.9+, standard library only; newline-delimited JSON-RPC 2.0 on stdin/stdo
 - ``--init-error CODE``: ``initialize`` gets a JSON-RPC error with that code.
 - ``--linger S``: on end of stdin, and on SIGTERM, keeps running S more seconds
   (a server slow to exit); SIGKILL still ends it.
+- ``--doomed-if FILE``: when FILE exists, exits (code 9) right after answering
+  its first request (a server that dies as soon as it has started).
+- ``subscriptions/listen``: acknowledged at once, then left open.
 
 Tools: ``echo`` {text}; ``slow`` {seconds}: answers after that long; ``pid``:
 the process id as text. Each request runs on its own thread.
@@ -33,7 +36,7 @@ import time
 
 MODERN, LEGACY = "2026-07-28", "2025-11-25"
 INFO = {"name": "lifecycle-server", "version": "1.0"}
-CAPS = {"tools": {}}
+CAPS = {"tools": {"listChanged": True}}
 TOOLS = [
     {"name": n, "inputSchema": {"type": "object"}} for n in ("echo", "slow", "pid")
 ]
@@ -66,8 +69,15 @@ def handle(args: argparse.Namespace, message: dict) -> None:
             return answer(request_id, error={"code": -32022, "message": "Unsupported protocol version"})
         if args.discover_error == "empty":
             return answer(request_id, error={"code": -32022, "message": "Unsupported", "data": {"supported": []}})
-        return answer(request_id, {"resultType": "complete", "supportedVersions": [MODERN], "capabilities": CAPS,
-                                   "_meta": {"io.modelcontextprotocol/serverInfo": INFO}})
+        answer(request_id, {"resultType": "complete", "supportedVersions": [MODERN], "capabilities": CAPS,
+                            "_meta": {"io.modelcontextprotocol/serverInfo": INFO}})
+        if args.doomed_if and os.path.exists(args.doomed_if):
+            os._exit(9)
+        return None
+    if method == "subscriptions/listen":
+        meta = {"io.modelcontextprotocol/subscriptionId": request_id}
+        return send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                     "params": {"notifications": params.get("notifications") or {}, "_meta": meta}})
     if method == "initialize":
         if args.init_error is not None:
             return answer(request_id, error={"code": args.init_error, "message": "initialize refused"})
@@ -101,6 +111,7 @@ def main() -> None:
     parser.add_argument("--discover-error", choices=["nodata", "empty"])
     parser.add_argument("--init-error", type=int)
     parser.add_argument("--linger", type=float, default=0.0)
+    parser.add_argument("--doomed-if")
     args = parser.parse_args()
     if args.linger:
         signal.signal(signal.SIGTERM, lambda *_: None)
