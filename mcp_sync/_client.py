@@ -387,6 +387,9 @@ class Client(ListingMixin, TasksMixin):
 
         Example: ``os.kill(client.pid, 0)`` (the server is alive)
         """
+        engine = self._res.engine
+        if self._state is ClientState.CLOSED or (engine is not None and not engine.alive):
+            return None
         pid = getattr(self.transport, "pid", None)
         return pid if isinstance(pid, int) else None
 
@@ -551,7 +554,9 @@ class Client(ListingMixin, TasksMixin):
             attempt.finish(error=attempt.aborted or exc)
             return
         with self._lock:
-            published = self._res.attempt is attempt and attempt.aborted is None
+            published = (
+                self._res.attempt is attempt and attempt.aborted is None and self._state is not ClientState.CLOSED
+            )
             if published:
                 self._res.attempt, self._res.engine = None, engine
                 self._negotiated = negotiated

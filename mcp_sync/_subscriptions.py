@@ -41,13 +41,14 @@ import functools
 import logging
 import queue
 import threading
+import time
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from ._engine import SUBSCRIPTION_ID, Engine
 from ._threads import Workers, join_quietly, spawn
 from .cancellation import CancellationToken
-from .exceptions import Cancelled, CapabilityError, ClientStateError, MCPError, RequestTimeout
+from .exceptions import Cancelled, CapabilityError, ClientStateError, ConnectionClosed, MCPError, RequestTimeout
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -72,6 +73,7 @@ _NEVER_DELIVERED = frozenset(
 )
 _RELISTEN_BACKOFF = (0.1, 0.5, 1.0)  # seconds before each re-listen of a broken stream
 _JOIN_TIMEOUT = 2.0
+_CLOSING_GRACE = 1.0  # seconds a listen thread waits for a dying connection to be reported
 _END = object()
 
 EventCallback = Callable[[str, dict], None]
@@ -264,8 +266,8 @@ class Subscription:
                 if not self._ready.is_set():
                     resubscribing = self._resubscribing
                     self._fail_before_ack(exc)
-                    if resubscribing and engine.alive:  # nobody waits on a re-listen: end it, with why
-                        self._ended(f"re-establishing failed: {exc}")
+                    if resubscribing and not self._connection_ending(engine, exc):
+                        self._ended(f"re-establishing failed: {exc}")  # nobody waits on a re-listen: say why
                     return  # (a lost connection suspends it instead, and a reconnect resumes it)
                 if not engine.alive:
                     return  # connection lost: on_closed suspends us, a reconnect resumes (U7)
@@ -283,6 +285,15 @@ class Subscription:
                 continue
             self._ended("the server ended the subscription")  # U6: graceful final result
             return
+
+    def _connection_ending(self, engine: Engine, error: MCPError) -> bool:
+        """True when ``engine``'s connection is gone or going (a failed write to a server that
+        exited comes a moment before the engine hears of the exit: wait that moment)."""
+        if isinstance(error, ConnectionClosed):
+            deadline = time.monotonic() + _CLOSING_GRACE
+            while engine.alive and time.monotonic() < deadline and not self._closed.wait(0.05):
+                pass
+        return not engine.alive
 
     def _fail_before_ack(self, error: MCPError) -> None:
         if not self._ready.is_set():

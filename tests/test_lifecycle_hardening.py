@@ -26,6 +26,11 @@ pytestmark = pytest.mark.timeout(60)
 LIFECYCLE = str(SERVERS / "lifecycle_server.py")
 
 
+def kill(pid: int | None) -> None:
+    assert pid, "no server process to kill"
+    os.kill(pid, 9)
+
+
 def lifecycle(*args: str, **options: Any) -> mcp_sync.Client:
     return mcp_sync.Client.stdio(PY, [LIFECYCLE, *args], **options)
 
@@ -135,6 +140,24 @@ def test_random_deadlines_cancels_and_a_close_during_the_connect(no_leaks: None)
         if isinstance(outcome, mcp_sync.Cancelled):
             assert cancel_at is not None and outcome.reason == "plan"
     assert gone(pid)
+
+
+def test_close_racing_the_end_of_a_connect_always_wins(no_leaks: None) -> None:
+    """#8.3: close() at any moment of a connect (before, during, right at its end) leaves the
+    client CLOSED, its server gone, and the connecting caller with an answer or a clear error."""
+    import random
+
+    rng = random.Random(20)
+    for _ in range(12):
+        client = mcp_sync.Client.stdio(PY, fault_args(), timeout=10)
+        thread, box = in_thread(client.connect)
+        time.sleep(rng.uniform(0.0, 0.4))
+        client.close()
+        thread.join(5)
+        assert not thread.is_alive()
+        assert "value" in box or isinstance(box.get("error"), (mcp_sync.ClientStateError, mcp_sync.ConnectionClosed))
+        assert client.state is mcp_sync.ClientState.CLOSED
+        assert client.pid is None or gone(client.pid)
 
 
 # -- issue 9.2, 9.3, 9.12: the era decision -----------------------------------------------------------
@@ -318,7 +341,7 @@ def test_listen_brings_a_dead_server_back_by_itself(no_leaks: None) -> None:
     with mcp_sync.Client.stdio(PY, fault_args("--era", "modern"), timeout=20) as client:
         sub = client.listen(tools_list_changed=True)
         first = server_pid(client)
-        os.kill(first, 9)  # no request of ours notices: only the subscription is there
+        kill(first)  # no request of ours notices: only the subscription is there
         assert list(sub) == []
         event = sub.get(timeout=15)  # no other request is made
         assert event is not None and event[0] == "mcp_sync/resubscribed"
@@ -332,7 +355,7 @@ def test_listen_on_a_dead_server_without_restart_ends_with_a_reason(no_leaks: No
     """#9.14: restart=False: the subscription ends, and says why."""
     with mcp_sync.Client.stdio(PY, fault_args("--era", "modern"), timeout=20, restart=False) as client:
         sub = client.listen(tools_list_changed=True)
-        os.kill(server_pid(client) or 0, 9)
+        kill(server_pid(client))
         assert list(sub) == []
         assert wait_for(lambda: sub.state == "ended", 5)
         assert sub.end_reason and "restart is off" in sub.end_reason
@@ -345,7 +368,7 @@ def test_listen_gives_up_on_a_server_that_dies_as_soon_as_it_starts(tmp_path: Pa
     with lifecycle("--era", "modern", "--doomed-if", str(doomed), timeout=10) as client:
         sub = client.listen(tools_list_changed=True)
         doomed.touch()
-        os.kill(server_pid(client) or 0, 9)
+        kill(server_pid(client))
         assert wait_for(lambda: sub.state == "ended", 30)
         assert sub.end_reason and "keeps exiting" in sub.end_reason, sub.end_reason
 
@@ -384,10 +407,12 @@ def test_name_repr_pid_transport_and_loggers(caplog: pytest.LogCaptureFixture, n
     with client:
         assert client.pid is not None and client.pid == client.transport.pid  # type: ignore[attr-defined]
         assert not gone(client.pid)
+        pid = client.pid
         text = repr(client)
         assert "'fault_server'" in text and "open modern 2026-07-28" in text and f"pid={client.pid}" in text
         client.call_tool("stderr_flood", {"lines": 3})
         assert wait_for(lambda: any(r.name == "mcp_sync.stderr.fault_server" for r in caplog.records), 5)
+    assert client.pid is None and gone(pid) and f"pid={pid}" not in repr(client)  # no pid of a dead server
     named = mcp_sync.Client.stdio(PY, fault_args(), name="billing")
     assert named.name == "billing" and repr(named).startswith("<mcp_sync.Client 'billing' new")
     with pytest.raises(TypeError):
