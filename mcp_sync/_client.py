@@ -500,6 +500,7 @@ class Client(ListingMixin, TasksMixin):
                 raise engine.closed_error or ConnectionClosed("the connection is closed")
             attempt = Attempt(previous=engine, restarted=self._negotiated is not None)
             res.attempt, res.engine, res.open = attempt, None, True
+            _OPEN_CLIENTS.add(self)  # a connect in progress is also ended at interpreter exit
             if res.connecting.spawn(functools.partial(weakly(self._run_connect), attempt), "connect") is None:
                 res.attempt = None
                 raise ClientStateError(f"{method}: the client is closed", method=method)
