@@ -969,14 +969,11 @@ class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
             "progress": progress,
             "headers": headers,
             "on_stream": on_stream,
+            "reset_timeout_on_progress": reset_timeout_on_progress,
+            "max_total_timeout": max_total_timeout,
         }
         if on_request_id is not None:
             options["on_request_id"] = on_request_id
-        # Passed only when asked for, so an engine without them still serves every other call.
-        if reset_timeout_on_progress:
-            options["reset_timeout_on_progress"] = True
-        if max_total_timeout is not None:
-            options["max_total_timeout"] = max_total_timeout
         try:
             result = engine.request(method, wire_params, **options)
         except ConnectionClosed:

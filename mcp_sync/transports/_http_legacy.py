@@ -55,7 +55,7 @@ def session_refused(status: int, body: tuple[Any, Any] | None) -> bool:
 
 
 def dumps(message: Any) -> bytes:
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
 class LegacySession(HttpBase):

@@ -33,6 +33,7 @@ import threading
 from typing import Any, Mapping
 
 from .._headers import encode_header_value
+from .._ids import normalize_id
 from ..exceptions import ConnectionClosed, MCPError, ProtocolError
 from ._http_common import (
     DEFAULT_MAX_BYTES,
@@ -442,7 +443,7 @@ class HttpTransport(LegacySession):
         """Hand messages to the sink; True when one of them answers ``request_id``."""
         answered = False
         for item in parsed if isinstance(parsed, list) else [parsed]:
-            if isinstance(item, dict) and "method" not in item and item.get("id") == request_id:
+            if isinstance(item, dict) and "method" not in item and normalize_id(item.get("id")) == request_id:
                 answered = True
                 result = item.get("result")
                 if method == "initialize" and isinstance(result, dict):

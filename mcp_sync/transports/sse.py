@@ -101,7 +101,7 @@ class SseTransport(HttpBase):
         endpoint = self.endpoint
         if endpoint is None or self._closing:
             raise ConnectionClosed("the HTTP+SSE transport is not connected")
-        body = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        body = json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
         post_headers = {"Content-Type": "application/json", **(headers or {})}
         if "method" in message and "id" in message:
             request_id = message["id"]

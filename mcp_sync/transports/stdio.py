@@ -52,7 +52,7 @@ DEFAULT_ENV_VARS: tuple[str, ...] = (
 StderrTarget = Union[None, IO[str], Callable[[str], None]]
 
 _STDERR_TAIL_LINES = 20
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # one per process: built once
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)  # built once; never NaN
 _CHUNK = 1 << 20
 _ID_PATTERN = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 
