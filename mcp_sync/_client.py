@@ -969,6 +969,8 @@ class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
             "progress": progress,
             "headers": headers,
             "on_stream": on_stream,
+            "reset_timeout_on_progress": reset_timeout_on_progress,
+            "max_total_timeout": max_total_timeout,
         }
         if on_request_id is not None:
             options["on_request_id"] = on_request_id
