@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import enum
+import functools
 import logging
 import os
 import threading
@@ -26,8 +27,9 @@ from ._hosted_tasks import TASK_METHODS, HostedTasks
 from ._lifecycle import Lifecycle, Negotiated
 from ._listing import ListingMixin
 from ._llm_formats import LLMFormatsMixin
+from ._resources import Attempt, Resources, collect, default_name, describe_target, weakly
 from ._schemas import ToolSchemas
-from ._sentinels import USE_CLIENT_DEFAULT
+from ._sentinels import USE_CLIENT_DEFAULT, _Default
 from ._subscriptions import Subscription, Subscriptions
 from ._tasks import TASKS_EXTENSION, Task, TasksMixin
 from ._threads import Dispatcher, run_concurrently, spawn
@@ -37,6 +39,7 @@ from .cancellation import CancellationToken
 from .exceptions import (
     INVALID_PARAMS,
     RESOURCE_NOT_FOUND_LEGACY,
+    Cancelled,
     CapabilityError,
     ClientStateError,
     ConnectionClosed,
@@ -44,6 +47,7 @@ from .exceptions import (
     InputRequiredError,
     MCPError,
     ProtocolError,
+    RequestTimeout,
     ResourceNotFound,
     ServerError,
     ServerRequestError,
@@ -84,6 +88,14 @@ _UNNAMED_LOG_LEVELS = ("notice", "alert", "emergency")
 _INPUT_METHODS_ALLOWED = ("tools/call", "resources/read", "prompts/get")  # R1
 _LOAD_SHED_BACKOFF = (0.05, 0.25)  # first delay, cap (seconds)
 RELATED_TASK = "io.modelcontextprotocol/related-task"
+#: Subscriptions restart a dead stdio server by themselves, at most this often (then they end).
+_MAX_RESTARTS, _RESTART_WINDOW = 3, 30.0
+#: The capability each request needs (checked once connected, when a call connected first).
+_CAPABILITY_OF = {
+    "tools/call": "tools", "tools/list": "tools", "prompts/get": "prompts", "prompts/list": "prompts",
+    "resources/read": "resources", "resources/list": "resources", "resources/templates/list": "resources",
+    "completion/complete": "completions",
+}
 #: Requests without side effects: re-sent once if their answer stream breaks (H13); never tools/call.
 _REPEATABLE = frozenset({
     "server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list",
@@ -92,7 +104,28 @@ _REPEATABLE = frozenset({
 
 
 #: Clients with a live connection, closed at interpreter exit so no server process is orphaned.
+#: Weak: the registry never keeps a client alive (an unreferenced one is collected and closed).
 _OPEN_CLIENTS: weakref.WeakSet[Client] = weakref.WeakSet()
+#: Every client, so that a forked child can make each forget its parent's connection.
+_ALL_CLIENTS: weakref.WeakSet[Client] = weakref.WeakSet()
+#: What forked children inherited from their parent (engines, processes, sockets, threads):
+#: kept referenced and never touched, so nothing in the child closes, signals or flushes them.
+_LEFT_TO_PARENT: list[Any] = []
+
+
+def _forget_parent_connections() -> None:
+    """In a forked child: every client drops its parent's connection and reconnects on first use."""
+    for client in list(_ALL_CLIENTS):
+        client._forget_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_parent_connections)
+
+
+def _client_gone(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A server request that arrives after its client was collected."""
+    raise ServerRequestError(f"{method}: the client is gone", code=-32603)
 
 
 @atexit.register
@@ -115,8 +148,8 @@ class ClientState(enum.Enum):
     """
 
     NEW = "new"  #: created, not connected yet (the first request connects)
-    OPEN = "open"  #: connected
-    CLOSED = "closed"  #: close() was called; every request raises ClientStateError
+    OPEN = "open"  #: connected (a stdio server that died is started again by the next request)
+    CLOSED = "closed"  #: close() was called; requests raise ClientStateError, connect() opens it afresh
 
 
 class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
@@ -126,6 +159,14 @@ class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
     :func:`mcp_sync.connect`; use it as a context manager or call
     :meth:`close`. Every method may be called from any thread, including from
     inside a callback (callbacks run on the client's dispatch thread).
+    ``name=`` names it in reprs, thread names and loggers (see :attr:`name`).
+
+    After ``os.fork()`` (gunicorn ``--preload``, multiprocessing), a client in
+    the child leaves the parent's server process, sockets and threads alone and
+    connects afresh on first use; the parent's connection is unaffected. A
+    client built on a transport object cannot make a new one: in the child it
+    is closed. An unclosed client that is no longer referenced is closed by
+    the garbage collector, with a ``ResourceWarning``.
 
     Handlers: ``on_elicitation(params) -> ElicitResult`` (``url_elicitation=True``
     also accepts URL-mode requests), ``on_sampling(params) -> CreateMessageResult``,
@@ -177,13 +218,23 @@ class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
             raise ValueError("max_pages and input_required_max_rounds must be at least 1")
         if log_level is not None and log_level not in _LOG_LEVELS:
             raise ValueError(f"log_level must be one of {list(_LOG_LEVELS)}")
+        if name is not None and (not isinstance(name, str) or not name):
+            raise TypeError(f"name must be a non-empty str, not {name!r}")
         if callable(transport) and not hasattr(transport, "send"):
             self._factory: Callable[[], Transport] | None = transport if restart else None
             self._transport_factory: Callable[[], Transport] = transport
+            self._reopenable = True
+            first: Transport = transport()  # made now: name, target and repr are known before connecting
         else:
-            given: Transport = transport  # type: ignore[assignment]
+            first = transport  # type: ignore[assignment]
             self._factory = None
-            self._transport_factory = lambda: given
+            self._transport_factory = lambda: first
+            self._reopenable = False
+        #: the transport the next connect uses first (then the factory makes new ones)
+        self._spare: Transport | None = first
+        self._transport: Transport = first
+        self._name = name or default_name(first)
+        self._target = describe_target(first)
         self.timeout = timeout
         self.max_message_bytes = max_message_bytes
         self.max_pages = max_pages
@@ -192,7 +243,6 @@ class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
         self.cache_enabled = cache
         #: list/read/discover results kept while their ttlMs lasts (C1-C7); None with cache=False
         self._cache: ResultCache | None = ResultCache() if cache else None
-        self._subscriptions = Subscriptions(self)
         self._handlers = Handlers(
             on_elicitation=on_elicitation,
             on_sampling=on_sampling,
@@ -202,7 +252,6 @@ class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
             extensions=dict(extensions or {}),
             url_elicitation=url_elicitation,
         )
-        self._hosted_tasks = HostedTasks("client")
         self._lifecycle = Lifecycle(
             mode=mode,
             protocol_version=protocol_version,
@@ -217,9 +266,12 @@ class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
         self._tool_schemas_lock = threading.Lock()
         self._schemas = ToolSchemas(validate_output, validate_input)  # outputSchema/inputSchema checks
         self._state = ClientState.NEW
-        self._engine: Engine | None = None
         self._negotiated: Negotiated | None = None
-        self._dispatcher: Dispatcher | None = None
+        self._entered = 0  # nesting depth of `with client:` blocks; the outermost exit closes
+        self._auto_restarts: list[float] = []  # when subscriptions last restarted a dead server
+        self._res = self._new_resources()
+        self._finalizer = self._arm_finalizer()
+        _ALL_CLIENTS.add(self)
 
     # -- constructors -------------------------------------------------------------
     # Each factory spells out every Client option (a typed API: a misspelt option is a
@@ -431,94 +483,409 @@ class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
     # -- lifecycle ----------------------------------------------------------------------
 
     def __enter__(self) -> Client:
-        self.connect()
+        """Connect (opening a closed client afresh); blocks may nest: only the outermost exit closes."""
+        with self._lock:
+            self._entered += 1
+        try:
+            self.connect()
+        except BaseException:
+            with self._lock:
+                self._entered = max(0, self._entered - 1)
+            raise
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
-        self.close()
+        with self._lock:
+            self._entered = max(0, self._entered - 1)
+            outermost = self._entered == 0
+        if outermost:
+            self.close()
 
     @property
     def state(self) -> ClientState:
         """:class:`ClientState`: NEW, OPEN or CLOSED."""
         return self._state
 
-    def connect(self) -> dict[str, Any]:
+    @property
+    def name(self) -> str:
+        """What this client is called in its repr, its thread names and its loggers.
+
+        ``name=`` sets it; by default it is what the server is called, not the
+        interpreter that runs it: for stdio, the script or package a runner runs
+        (``python demo_server.py`` -> ``"demo_server"``, ``npx -y
+        @modelcontextprotocol/server-everything`` -> ``"server-everything"``,
+        ``node .../server-everything/dist/index.js`` -> ``"server-everything"``,
+        ``uvx mcp-server-time`` -> ``"mcp-server-time"``), else the command's
+        name; for HTTP, the host (and port). The server's stderr goes to the
+        logger ``mcp_sync.stderr.<name>`` and its log messages to
+        ``mcp_sync.server.<name>``.
+
+        Example: ``mcp_sync.Client.stdio("python", ["demo_server.py"]).name == "demo_server"``
+        """
+        return self._name
+
+    @property
+    def transport(self) -> Transport:
+        """The transport of the current connection (before the first connect: the one it will use).
+
+        Example: ``client.transport.session_id`` (Streamable HTTP, legacy servers)
+        """
+        engine = self._res.engine
+        return engine.transport if engine is not None else self._transport
+
+    @property
+    def pid(self) -> int | None:
+        """The stdio server's process id while it runs; None for HTTP or when no process runs.
+
+        Example: ``os.kill(client.pid, 0)`` (the server is alive)
+        """
+        engine = self._res.engine
+        if self._state is ClientState.CLOSED or (engine is not None and not engine.alive):
+            return None
+        pid = getattr(self.transport, "pid", None)
+        return pid if isinstance(pid, int) else None
+
+    def connect(
+        self, *, timeout: float | _Default | None = USE_CLIENT_DEFAULT, cancel: CancellationToken | None = None
+    ) -> dict[str, Any]:
         """Connect (probe / handshake) if not yet connected; returns the server_info dict.
 
-        Also done by the first request. If connecting fails, everything the
-        attempt started is stopped before the exception propagates.
+        The first request also connects, within that request's own ``timeout`` and
+        ``cancel``; ``connect()`` waits, unless given a ``timeout``, as long as the
+        connect takes. The connect runs on its own thread, bounded by the client's
+        ``timeout`` and ``probe_timeout``; a caller that stops waiting (its
+        timeout: :class:`RequestTimeout`; its token: :class:`Cancelled`) leaves it
+        running, and later calls wait for the same connect; if it fails, every
+        caller waiting for it gets the error and the next call tries again.
+        ``close()`` interrupts a connect at once (its waiters get
+        :class:`ClientStateError`). If connecting fails, everything the attempt
+        started is stopped before the exception propagates. On a closed client,
+        ``connect()`` opens it afresh (a new server process or HTTP session;
+        subscriptions closed by ``close()`` stay closed).
 
-        Example: ``client.connect(); print(client.era, client.protocol_version)``
+        Example: ``client.connect(timeout=30); print(client.era, client.protocol_version)``
         """
-        return self._connected().server_info
-
-    def _connected(self) -> Negotiated:
-        negotiated, engine = self._negotiated, self._engine
-        if negotiated is not None and engine is not None and engine.alive:
-            return negotiated
         with self._lock:
             if self._state is ClientState.CLOSED:
-                raise ClientStateError("the client is closed")
-            if self._negotiated is not None and self._engine is not None:
-                if self._engine.alive:
-                    return self._negotiated
-                if self._factory is None:  # cannot restart: report how it ended
-                    raise self._engine.closed_error or ConnectionClosed("the connection is closed")
-                log.info("mcp_sync: the server connection ended; starting it again")
-                self._engine.close("restarting")
-            restarted = self._negotiated is not None
-            engine = self._new_engine()
-            try:
-                engine, negotiated = self._lifecycle.connect(
-                    engine, timeout=self.timeout, restart=self._new_engine if self._factory else None
-                )
-                engine.transport.configure(era=negotiated.era, protocol_version=negotiated.protocol_version)
-            except BaseException:
-                engine.close("connecting failed")
-                if self._negotiated is None and self._dispatcher is not None:  # leave nothing running
-                    self._dispatcher.stop()
-                    self._dispatcher = None
-                raise
-            self._engine, self._negotiated = engine, negotiated
-            self._state = ClientState.OPEN
-            _OPEN_CLIENTS.add(self)
-            self._after_connect(engine, negotiated, restarted=restarted)
-            return negotiated
+                self._reopen()
+        return self._connected(None if timeout is USE_CLIENT_DEFAULT else timeout, cancel, "connect").server_info
 
-    def _new_engine(self) -> Engine:
-        transport = self._transport_factory()
-        if self._dispatcher is None:
-            self._dispatcher = Dispatcher(getattr(transport, "name", "server"))
+    def reconnect(
+        self, *, timeout: float | _Default | None = USE_CLIENT_DEFAULT, cancel: CancellationToken | None = None
+    ) -> dict[str, Any]:
+        """Drop the connection and connect afresh; returns the new server_info dict.
+
+        For a server that lost its state under the client (restarted, session
+        gone): stdio starts a new server process, HTTP a new session. Requests
+        waiting on the old connection fail with :class:`ConnectionClosed`. What
+        the client asked for survives, as after a restart: subscriptions are
+        re-established (each delivers ``("mcp_sync/resubscribed", {...})``),
+        roots and the log level are given to the new session, cached results
+        are dropped. Raises :class:`ClientStateError` on a closed client or one
+        built on a transport object (it cannot make a new one).
+
+        Example::
+
+            try:
+                client.call_tool("echo", {"text": "hi"})
+            except mcp_sync.ConnectionClosed:
+                client.reconnect()
+        """
+        with self._lock:
+            if self._state is ClientState.CLOSED:
+                raise ClientStateError("reconnect: the client is closed (connect() opens it afresh)")
+            if not self._reopenable:
+                raise ClientStateError("reconnect: a client built on a transport object cannot make a new one")
+            engine = self._res.engine
+            if engine is not None and self._res.attempt is None:
+                self._res.engine = None
+        if engine is not None and self._res.attempt is None:
+            engine.closed(ConnectionClosed("the client is reconnecting"))  # waiters first, then the transport
+            engine.close("the client is reconnecting")
+        return self._connected(None if timeout is USE_CLIENT_DEFAULT else timeout, cancel, "reconnect").server_info
+
+    def _connected(
+        self, timeout: float | None = None, cancel: CancellationToken | None = None, method: str = "connect"
+    ) -> Negotiated:
+        """The live connection, connecting first if needed (waiting at most ``timeout``; None: as
+        long as the connect takes, which the client's ``timeout`` and ``probe_timeout`` bound)."""
+        negotiated, engine = self._negotiated, self._res.engine
+        if negotiated is not None and engine is not None and engine.alive:
+            return negotiated
+        begun = self._begin_connect(method)
+        if not isinstance(begun, Attempt):
+            return begun
+        return self._wait_connect(begun, timeout, cancel, method)
+
+    def _connected_within(
+        self, method: str, timeout: Any, cancel: CancellationToken | None
+    ) -> tuple[Negotiated, Any]:
+        """For a request: the connection, and what is left of the request's ``timeout``.
+
+        A connect done inside a call counts against that call's deadline; then the
+        call's capability is checked (the check was deferred until connected)."""
+        negotiated, engine = self._negotiated, self._res.engine
+        if negotiated is not None and engine is not None and engine.alive:
+            return negotiated, timeout
+        wait = self.timeout if timeout is USE_CLIENT_DEFAULT else timeout
+        started = time.monotonic()
+        negotiated = self._connected(wait, cancel, method)
+        capability = _CAPABILITY_OF.get(method)
+        if capability is not None and capability not in negotiated.server_capabilities:
+            self._require(capability, method)
+        if wait is None or isinstance(wait, bool) or not isinstance(wait, (int, float)):
+            return negotiated, wait
+        return negotiated, max(wait - (time.monotonic() - started), 0.001)
+
+    def _begin_connect(self, method: str) -> Negotiated | Attempt:
+        """Under the lock: the live connection, the connect in progress, or a new one started."""
+        with self._lock:
+            if self._state is ClientState.CLOSED:
+                raise ClientStateError(f"{method}: the client is closed (connect() opens it afresh)", method=method)
+            res = self._res
+            engine = res.engine
+            if self._negotiated is not None and engine is not None and engine.alive:
+                return self._negotiated
+            if res.attempt is not None:
+                return res.attempt
+            if engine is not None and self._factory is None:  # cannot restart: report how it ended
+                raise engine.closed_error or ConnectionClosed("the connection is closed")
+            attempt = Attempt(previous=engine, restarted=self._negotiated is not None)
+            res.attempt, res.engine, res.open = attempt, None, True
+            _OPEN_CLIENTS.add(self)  # a connect in progress is also ended at interpreter exit
+            if res.connecting.spawn(functools.partial(weakly(self._run_connect), attempt), "connect") is None:
+                res.attempt = None
+                raise ClientStateError(f"{method}: the client is closed", method=method)
+            return attempt
+
+    def _wait_connect(self, attempt: Attempt, timeout: Any, cancel: CancellationToken | None, method: str
+                      ) -> Negotiated:
+        waiter = attempt.join()
+        remove: Callable[[], None] | None = None
+        if cancel is not None:
+
+            def on_cancel(reason: str | None) -> None:
+                waiter.settle(error=Cancelled(f"{method} cancelled while connecting", reason=reason, method=method))
+
+            remove = cancel.add_callback(on_cancel)
+        try:
+            if not waiter.wait(timeout):
+                waiter.settle(error=RequestTimeout(
+                    f"{method}: not connected within {timeout} s (the connect to {self._name} goes on "
+                    "in the background; a later call waits for it)",
+                    method=method,
+                ))
+        finally:
+            if remove is not None:
+                remove()
+            attempt.leave(waiter)
+        return waiter.result()  # type: ignore[no-any-return]
+
+    def _run_connect(self, attempt: Attempt) -> None:
+        """The connect thread: probe / handshake, then publish the connection."""
+        previous = attempt.previous
+        if previous is not None:
+            log.info("mcp_sync: the connection to %s ended; starting it again", self._name)
+            previous.close("restarting")
+        try:
+            engine = self._start_engine(attempt)
+            restart = functools.partial(self._start_engine, attempt) if self._factory else None
+            engine, negotiated = self._lifecycle.connect(engine, timeout=self.timeout, restart=restart)
+            engine.transport.configure(era=negotiated.era, protocol_version=negotiated.protocol_version)
+            self._prepare(engine, negotiated, restarted=attempt.restarted)
+        except BaseException as exc:
+            for each in attempt.engines:
+                each.close("connecting failed")
+            with self._lock:
+                if self._res.attempt is attempt:
+                    self._res.attempt = None
+                    if self._negotiated is None:  # never connected: leave nothing running
+                        self._res.open = False
+                        dispatcher, self._res.dispatcher = self._res.dispatcher, None
+                        if dispatcher is not None:
+                            dispatcher.stop()
+            attempt.finish(error=attempt.aborted or exc)
+            return
+        with self._lock:
+            published = (
+                self._res.attempt is attempt and attempt.aborted is None and self._state is not ClientState.CLOSED
+            )
+            if published:
+                self._res.attempt, self._res.engine = None, engine
+                self._negotiated = negotiated
+                self._state = ClientState.OPEN
+                self._transport = engine.transport
+                _OPEN_CLIENTS.add(self)
+        if not published:
+            engine.close("the client was closed while connecting")
+            attempt.finish(error=attempt.aborted or ClientStateError("connect: the client was closed"))
+            return
+        attempt.finish(negotiated)
+        error = engine.closed_error
+        if error is not None:  # it died at once: its on_closed may have run before it was published
+            self._connection_lost(engine, error)
+        elif attempt.restarted:
+            self._subscriptions.reconnected(engine, negotiated)  # U7, T6
+
+    def _start_engine(self, attempt: Attempt) -> Engine:
+        """Make and start one transport and its engine for ``attempt`` (a restart makes another)."""
+        with self._lock:
+            if self._res.attempt is not attempt or attempt.aborted is not None:  # closed meanwhile
+                raise attempt.aborted or ClientStateError("connect: the client was closed")
+            transport, self._spare = self._spare or self._transport_factory(), None
+            if self._res.dispatcher is None:
+                self._res.dispatcher = Dispatcher(self._name)
+            dispatcher = self._res.dispatcher
+        if getattr(transport, "name", None) != self._name:
+            try:
+                transport.name = self._name  # thread and logger names follow the client's name
+            except AttributeError:
+                pass
         engine = Engine(
             transport,
-            on_notification=self._dispatch_notification,
-            on_server_request=self._answer_server_request,
-            dispatcher=self._dispatcher,
-            before_notification=lambda method, params: self._before_notification(engine, method, params),
-            on_closed=lambda error: self._subscriptions.connection_lost(engine),
-            on_session_renewed=lambda: self._session_renewed(engine),
+            on_notification=weakly(self._dispatch_notification),
+            on_server_request=weakly(self._answer_server_request, _client_gone),
+            dispatcher=dispatcher,
+            on_closed=None,
+            on_session_renewed=None,
         )
+        # The engine's callbacks hold the client weakly: its threads never keep it alive.
+        engine.before_notification = functools.partial(weakly(self._before_notification), engine)
+        engine.on_closed = functools.partial(weakly(self._connection_lost), engine)
+        engine.on_session_renewed = functools.partial(weakly(self._session_renewed), engine)
         engine.start()
+        if not attempt.add_engine(engine):  # close() came first: stop what was just started
+            engine.close("the client was closed while connecting")
+            raise attempt.aborted or ClientStateError("connect: the client was closed")
         return engine
+
+    def _connection_lost(self, engine: Engine, error: ConnectionClosed) -> None:
+        """Dispatch thread (engine ``on_closed``): suspend its subscriptions, and bring the
+        server back for them (when restart is on) so they resume by themselves."""
+        subscriptions = self._subscriptions
+        subscriptions.connection_lost(engine)
+        if engine is not self._res.engine or self._state is not ClientState.OPEN:
+            return  # closed, reconnecting, or a connect attempt's engine: not a loss to repair
+        if not subscriptions.suspended():
+            return
+        if self._factory is None:
+            subscriptions.end_suspended(f"the connection was lost and restart is off: {error.message}")
+            return
+        now = time.monotonic()
+        self._auto_restarts = [t for t in self._auto_restarts if now - t < _RESTART_WINDOW] + [now]
+        if len(self._auto_restarts) > _MAX_RESTARTS:  # a server that dies as soon as it starts
+            subscriptions.end_suspended(
+                f"the server keeps exiting ({_MAX_RESTARTS} restarts within {_RESTART_WINDOW:.0f} s); "
+                f"last: {error.message}"
+            )
+            return
+        try:
+            begun = self._begin_connect("subscriptions/listen")
+        except MCPError as exc:
+            subscriptions.end_suspended(f"the connection was lost: {exc}")
+            return
+        if isinstance(begun, Attempt):
+            begun.on_failure(lambda exc: subscriptions.end_suspended(f"starting the server again failed: {exc}"))
 
     def close(self) -> None:
         """Close the connection; idempotent. Ends every thread and child process the client started.
 
+        First every waiting call is released at once with
+        :class:`ConnectionClosed` (a connect in progress: its waiters get
+        :class:`ClientStateError`), then subscriptions end, then the transport
+        shuts down (the stdio server is asked to exit, then signalled) and the
+        threads are joined. A handler of yours (elicitation, sampling, roots)
+        still running cannot be stopped: ``close()`` waits about a second for
+        it, then returns; the handler runs on to its end on its daemon thread
+        and whatever it returns is dropped. After ``close()``, requests raise
+        :class:`ClientStateError`; ``connect()`` (or ``with client:``) opens the
+        client afresh. A client that is garbage-collected unclosed is closed
+        then, with a ``ResourceWarning``.
+
         Example: ``client.close()`` (a ``with mcp_sync.Client.stdio(...) as client:`` block does it on exit)
         """
         with self._lock:
-            if self._state is ClientState.CLOSED:
+            if self._state is ClientState.CLOSED and not self._res.open:
                 return
             self._state = ClientState.CLOSED
+            self._entered = 0
             _OPEN_CLIENTS.discard(self)
-            engine, dispatcher = self._engine, self._dispatcher
-            self._engine = None
-        self._subscriptions.close_all()
-        if engine is not None:
-            engine.close()
-        self._hosted_tasks.close()
-        if dispatcher is not None:
-            dispatcher.stop()
+            resources = self._res
+        resources.shut_down("the client was closed")
+
+    # -- what the client owns (kept apart so that it can be collected) ----------------------
+
+    def _new_resources(self) -> Resources:
+        ref = weakref.ref(self)
+
+        def subscriptions() -> Subscriptions:
+            client = ref()
+            if client is None:
+                raise ClientStateError("the client is gone")
+            return Subscriptions(client)
+
+        label = f"mcp_sync.Client {self._name!r} ({self._target})"
+        return Resources(subscriptions, lambda: HostedTasks("client"), label)
+
+    def _arm_finalizer(self) -> weakref.finalize:
+        finalizer = weakref.finalize(self, collect, self._res)
+        finalizer.atexit = False  # at exit, _close_open_clients closes what is still open, quietly
+        return finalizer
+
+    def _reopen(self) -> None:
+        """Under the lock, on a closed client: fresh parts, state NEW (connect() opens it afresh)."""
+        if not self._reopenable:
+            raise ClientStateError("connect: the client is closed, and one built on a transport object "
+                                   "cannot be opened again; build a new client")
+        self._res.renew()
+        self._state = ClientState.NEW
+        self._negotiated = None
+        if self._cache is not None:
+            self._cache.clear()
+
+    def _forget_after_fork(self) -> None:
+        """In a forked child (at-fork hook, one thread): forget the parent's connection.
+
+        Nothing of it is closed, signalled or flushed (the parent still uses its
+        process, pipes, sockets and threads); the next use connects afresh."""
+        self._lock = threading.RLock()
+        self._tool_schemas_lock = threading.Lock()
+        old = self._res
+        _LEFT_TO_PARENT.append(old)
+        old.subscriptions.forget_after_fork()
+        self._finalizer.detach()
+        if self._cache is not None:
+            self._cache = type(self._cache)()
+        self._res = self._new_resources()
+        self._finalizer = self._arm_finalizer()
+        _OPEN_CLIENTS.discard(self)
+        self._negotiated = None
+        self._spare = None
+        if not self._reopenable:  # its one transport object is the parent's: it cannot go on here
+            self._state = ClientState.CLOSED
+            return
+        try:
+            self._transport = self._spare = self._transport_factory()
+        except Exception:  # made again on first use
+            log.debug("mcp_sync: making a transport after fork failed", exc_info=True)
+        if self._state is ClientState.OPEN:
+            self._state = ClientState.NEW
+
+    @property
+    def _engine(self) -> Engine | None:  # type: ignore[override]  # declared as an attribute by the mixins
+        return self._res.engine
+
+    @property
+    def _dispatcher(self) -> Dispatcher | None:
+        return self._res.dispatcher
+
+    @property
+    def _subscriptions(self) -> Subscriptions:
+        return self._res.subscriptions
+
+    @property
+    def _hosted_tasks(self) -> HostedTasks:
+        return self._res.hosted_tasks
 
     # -- what was negotiated ------------------------------------------------------------
 
@@ -591,7 +958,7 @@ class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
             if not isinstance(meta, Mapping):
                 raise TypeError(f"{method}: meta must be a dict, not {type(meta).__name__}")
             check_json(dict(meta), f"{method}: meta")
-        negotiated = self._connected()
+        negotiated, timeout = self._connected_within(method, timeout, cancel)
         engine = self._engine
         if engine is None:
             raise ClientStateError("the client is closed")
@@ -602,14 +969,11 @@ class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
             "progress": progress,
             "headers": headers,
             "on_stream": on_stream,
+            "reset_timeout_on_progress": reset_timeout_on_progress,
+            "max_total_timeout": max_total_timeout,
         }
         if on_request_id is not None:
             options["on_request_id"] = on_request_id
-        # Passed only when asked for, so an engine without them still serves every other call.
-        if reset_timeout_on_progress:
-            options["reset_timeout_on_progress"] = True
-        if max_total_timeout is not None:
-            options["max_total_timeout"] = max_total_timeout
         try:
             result = engine.request(method, wire_params, **options)
         except ConnectionClosed:
@@ -723,6 +1087,11 @@ class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
         (a fresh one is reused from the cache), so a server that gained the
         capability is not refused on old information.
         """
+        if self._state is ClientState.CLOSED:
+            raise ClientStateError(f"{method}: the client is closed", method=method)
+        engine = self._engine
+        if self._negotiated is None or engine is None or not engine.alive:
+            return  # not connected (or the server died): the request connects within its own deadline, then checks
         negotiated = self._connected()
         if capability in negotiated.server_capabilities:
             return
@@ -740,7 +1109,9 @@ class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
         store = self._cache
         if store is None or mode == "bypass" or is_retry(params):  # C2: retries never cached
             return self._send(method, params, **kwargs)
-        self._connected()
+        _negotiated, kwargs["timeout"] = self._connected_within(
+            method, kwargs.get("timeout", USE_CLIENT_DEFAULT), kwargs.get("cancel")
+        )
         auth = self._auth_context()
         if mode == "use":
             hit = store.get(method, params, auth)
@@ -767,8 +1138,8 @@ class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
             self._cache.notification(method, params)
         self._subscriptions.before_notification(engine, method, params)
 
-    def _after_connect(self, engine: Engine, negotiated: Negotiated, *, restarted: bool) -> None:
-        """Under the client lock, right after (re)connecting."""
+    def _prepare(self, engine: Engine, negotiated: Negotiated, *, restarted: bool) -> None:
+        """Connect thread, before the new connection is published: cache and session state."""
         if self._cache is not None:
             if restarted:
                 self._cache.clear()  # C6: notifications were missed while it was down
@@ -781,8 +1152,6 @@ class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
                 engine.request("logging/setLevel", {"level": level}, timeout=self.timeout)
             except MCPError as exc:
                 log.warning("mcp_sync: logging/setLevel %s failed: %s", level, exc)
-        if restarted:
-            self._subscriptions.reconnected(engine, negotiated)  # U7, T6
 
     def _session_renewed(self, engine: Engine) -> None:
         """Dispatch thread: the transport replaced an expired legacy HTTP session (LG3).
@@ -810,9 +1179,7 @@ class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
 
     def _dispatch_notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "notifications/message":
-            negotiated = self._negotiated
-            name = (negotiated.server_implementation or {}).get("name") if negotiated else None
-            logger = logging.getLogger(f"mcp_sync.server.{name if isinstance(name, str) and name else 'unknown'}")
+            logger = logging.getLogger(f"mcp_sync.server.{self._name}")
             mcp_level = params.get("level")
             level = _LOG_LEVELS.get(mcp_level, logging.INFO) if isinstance(mcp_level, str) else logging.INFO
             if logger.isEnabledFor(level):
@@ -1254,6 +1621,8 @@ class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
 
     def __repr__(self) -> str:
         negotiated = self._negotiated
-        if negotiated is None:
-            return f"<mcp_sync.Client {self._state.value}>"
-        return f"<mcp_sync.Client {self._state.value} {negotiated.era} {negotiated.protocol_version}>"
+        is_open = negotiated is not None and self._state is ClientState.OPEN
+        era = f" {negotiated.era} {negotiated.protocol_version}" if is_open and negotiated else ""
+        pid = self.pid
+        where = f" {self._target}" + (f" pid={pid}" if pid is not None else "")
+        return f"<mcp_sync.Client {self._name!r} {self._state.value}{era}{where}>"

@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from typing import Any, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 from ._client import Client
+
+if TYPE_CHECKING:
+    from ._handlers import Roots
 
 Target = Union[str, Sequence[str], Mapping[str, Any]]
 
@@ -16,7 +19,64 @@ HTTP_OPTIONS = ("auth", "session", "verify", "cert", "proxies", "connect_timeout
 _SCRIPT_RUNNERS = {".py": "python", ".js": "node", ".mjs": "node", ".cjs": "node"}
 
 
-def connect(target: Target, **options: Any) -> Client:
+class _NotGiven:
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+#: The default of the options of :func:`connect` and ``ClientGroup``: an option left out keeps
+#: the config entry's value, else the constructor's default (they differ: ``Client.sse`` is legacy).
+#: Typed ``Any`` so that each option keeps its own type in the signature.
+NOT_GIVEN: Any = _NotGiven()
+
+
+def given_options(parameters: Mapping[str, Any], *skip: str) -> dict[str, Any]:
+    """The options a caller passed: ``parameters`` (a function's ``locals()`` on entry) without
+    those left at :data:`NOT_GIVEN` and the ``skip`` names."""
+    return {key: value for key, value in parameters.items() if value is not NOT_GIVEN and key not in skip}
+
+
+# connect() and ClientGroup take the same options: the Client options plus those of
+# Client.stdio and Client.http (a typed API, #9.18: a misspelt option is a TypeError at once
+# and a mypy error). tests/test_typed_api.py checks they stay the constructors' keyword set.
+def connect(
+    target: Target,
+    *,
+    env: Mapping[str, str] | None = NOT_GIVEN,
+    cwd: str | os.PathLike[str] | None = NOT_GIVEN,
+    inherit_env: bool = NOT_GIVEN,
+    stderr: Any = NOT_GIVEN,
+    headers: Mapping[str, str] | None = NOT_GIVEN,
+    auth: Any = NOT_GIVEN,
+    session: Any = NOT_GIVEN,
+    verify: bool | str | None = NOT_GIVEN,
+    cert: str | tuple[str, str] | None = NOT_GIVEN,
+    proxies: Mapping[str, str] | None = NOT_GIVEN,
+    connect_timeout: float = NOT_GIVEN,
+    max_retries: int = NOT_GIVEN,
+    name: str | None = NOT_GIVEN,
+    client_info: Mapping[str, Any] | None = NOT_GIVEN,
+    mode: str = NOT_GIVEN,
+    protocol_version: str | None = NOT_GIVEN,
+    timeout: float | None = NOT_GIVEN,
+    probe_timeout: float | None = NOT_GIVEN,
+    max_message_bytes: int = NOT_GIVEN,
+    max_pages: int = NOT_GIVEN,
+    input_required_max_rounds: int = NOT_GIVEN,
+    on_elicitation: Callable[[dict[str, Any]], dict[str, Any]] | None = NOT_GIVEN,
+    on_sampling: Callable[[dict[str, Any]], dict[str, Any]] | None = NOT_GIVEN,
+    on_roots: Roots | None = NOT_GIVEN,
+    on_notification: Callable[[str, dict[str, Any]], None] | None = NOT_GIVEN,
+    log_level: str | None = NOT_GIVEN,
+    extensions: Mapping[str, Any] | None = NOT_GIVEN,
+    cache: bool = NOT_GIVEN,
+    sampling_tools: bool = NOT_GIVEN,
+    host_tasks: bool = NOT_GIVEN,
+    restart: bool = NOT_GIVEN,
+    url_elicitation: bool = NOT_GIVEN,
+    validate_output: str | bool = NOT_GIVEN,
+    validate_input: bool = NOT_GIVEN,
+) -> Client:
     """Open a client for ``target`` and connect it.
 
     ``target`` is an ``http(s)://`` URL (Streamable HTTP), a command line as a
@@ -30,11 +90,18 @@ def connect(target: Target, **options: Any) -> Client:
     is an existing ``.py`` file it runs with this interpreter;
     ``.js``/``.mjs``/``.cjs`` files run with ``node``.
 
+    The options are those of :meth:`Client.stdio` (``env``, ``cwd``,
+    ``inherit_env``, ``stderr``) or :meth:`Client.http` (``headers``, ``auth``
+    and the HTTP options), as the target's transport takes them, and the
+    :class:`Client` options. An option left out keeps the entry's value (``env``
+    and ``headers`` are merged into the entry's), else the constructor's default.
+
     Example::
 
-        with mcp_sync.connect("server.py") as client:
+        with mcp_sync.connect("server.py", timeout=30) as client:
             print([t.name for t in client.tools()])
     """
+    options = given_options(locals(), "target")  # first: locals() holds only the parameters here
     client = _client_for(target, **options)
     try:
         client.connect()

@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import threading
 from collections import OrderedDict
-from typing import Any, Iterator, Mapping, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Union
 
 import attrs
 
 from ._client import Client
 from ._config import load_config
-from ._connect import _client_for, is_whole_config
+from ._connect import NOT_GIVEN, _client_for, given_options, is_whole_config
+from ._listing import _call_options
 from ._llm_formats import LLMFormatsMixin, shortened_name
+from ._sentinels import USE_CLIENT_DEFAULT
 from ._threads import run_concurrently
 from .exceptions import CapabilityError, ClientStateError, MCPError, ServerError
 from .models import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
+
+if TYPE_CHECKING:
+    from ._engine import ProgressCallback
+    from ._handlers import Roots
+    from ._values import Timeout
+    from .cancellation import CancellationToken
 
 log = logging.getLogger("mcp_sync")
 
@@ -89,10 +98,11 @@ class ClientGroup(LLMFormatsMixin):
     ``servers`` maps names to config entries (as :func:`load_config` returns
     them, or as :func:`connect` takes them) or to :class:`Client` objects; a
     path, or a whole config's dict (``{"mcpServers": ...}``), is read with
-    :func:`load_config`. ``client_options`` apply to every
-    client built from an entry; ``options={"github": {"timeout": 5}}`` adds
-    per-server ones (timeouts, auth, handlers). The group owns its clients:
-    ``close()`` closes them all.
+    :func:`load_config`. The keyword options (those of :func:`connect`: the
+    :class:`Client` options, and the stdio or HTTP ones) apply to every client
+    built from an entry; ``options={"github": {"timeout": 5}}`` adds per-server
+    ones (timeouts, auth, handlers). The group owns its clients: ``close()``
+    closes them all.
 
     Connecting (``__enter__``, :meth:`connect` or the first use) starts every
     server at once, each within its client's ``timeout``; a server that fails
@@ -118,8 +128,43 @@ class ClientGroup(LLMFormatsMixin):
         *,
         strict: bool = False,
         options: Mapping[str, Mapping[str, Any]] | None = None,
-        **client_options: Any,
+        env: Mapping[str, str] | None = NOT_GIVEN,
+        cwd: str | os.PathLike[str] | None = NOT_GIVEN,
+        inherit_env: bool = NOT_GIVEN,
+        stderr: Any = NOT_GIVEN,
+        headers: Mapping[str, str] | None = NOT_GIVEN,
+        auth: Any = NOT_GIVEN,
+        session: Any = NOT_GIVEN,
+        verify: bool | str | None = NOT_GIVEN,
+        cert: str | tuple[str, str] | None = NOT_GIVEN,
+        proxies: Mapping[str, str] | None = NOT_GIVEN,
+        connect_timeout: float = NOT_GIVEN,
+        max_retries: int = NOT_GIVEN,
+        name: str | None = NOT_GIVEN,
+        client_info: Mapping[str, Any] | None = NOT_GIVEN,
+        mode: str = NOT_GIVEN,
+        protocol_version: str | None = NOT_GIVEN,
+        timeout: float | None = NOT_GIVEN,
+        probe_timeout: float | None = NOT_GIVEN,
+        max_message_bytes: int = NOT_GIVEN,
+        max_pages: int = NOT_GIVEN,
+        input_required_max_rounds: int = NOT_GIVEN,
+        on_elicitation: Callable[[dict[str, Any]], dict[str, Any]] | None = NOT_GIVEN,
+        on_sampling: Callable[[dict[str, Any]], dict[str, Any]] | None = NOT_GIVEN,
+        on_roots: Roots | None = NOT_GIVEN,
+        on_notification: Callable[[str, dict[str, Any]], None] | None = NOT_GIVEN,
+        log_level: str | None = NOT_GIVEN,
+        extensions: Mapping[str, Any] | None = NOT_GIVEN,
+        cache: bool = NOT_GIVEN,
+        sampling_tools: bool = NOT_GIVEN,
+        host_tasks: bool = NOT_GIVEN,
+        restart: bool = NOT_GIVEN,
+        url_elicitation: bool = NOT_GIVEN,
+        validate_output: str | bool = NOT_GIVEN,
+        validate_input: bool = NOT_GIVEN,
     ) -> None:
+        # first: locals() holds only the parameters here
+        client_options = given_options(locals(), "self", "servers", "strict", "options")
         if isinstance(servers, (str, os.PathLike)) or is_whole_config(servers):
             servers = load_config(servers)
         self._sources: dict[str, Client | Mapping[str, Any]] = {str(name): src for name, src in servers.items()}
@@ -127,6 +172,10 @@ class ClientGroup(LLMFormatsMixin):
         unknown = sorted(set(per_server) - set(self._sources))
         if unknown:
             raise ValueError(f"options for servers that are not in the group: {unknown}")
+        for server, opts in per_server.items():  # a misspelt option fails here, not as a connect failure
+            misspelt = sorted(set(opts) - _CLIENT_OPTIONS)
+            if misspelt:
+                raise TypeError(f"ClientGroup: options for {server!r}: unknown option(s) {misspelt}")
         built = sorted(name for name in per_server if isinstance(self._sources[name], Client))
         if built:
             raise ValueError(f"options for {built}: these are Client objects already built with their options")
@@ -231,11 +280,11 @@ class ClientGroup(LLMFormatsMixin):
 
     # -- listing --------------------------------------------------------------------------------
 
-    def _walk(self, kind: str, prefix: bool, **kwargs: Any) -> Iterator[Any]:
+    def _walk(self, kind: str, prefix: bool, options: Mapping[str, Any]) -> Iterator[Any]:
         for server, client in self._open_clients().items():
             listed: dict[str, Any] = {}
             lister = {"tool": client.tools, "prompt": client.prompts, "resource": client.resources}[kind]
-            items: Iterator[Any] = lister(**kwargs)
+            items: Iterator[Any] = lister(**options)
             try:
                 for item in items:
                     key = item.uri if kind == "resource" else item.name
@@ -257,31 +306,70 @@ class ClientGroup(LLMFormatsMixin):
             with self._lock:
                 self._seen[kind][server] = listed
 
-    def tools(self, prefix: bool = False, **kwargs: Any) -> Iterator[Tool]:
+    def tools(
+        self,
+        prefix: bool = False,
+        *,
+        cache: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> Iterator[Tool]:
         """Every server's tools, fetched lazily, server by server (config order).
 
         ``prefix=True`` names them ``<server>__<tool>`` (valid for every LLM
         API: ``^[a-zA-Z0-9_-]{1,64}$``, long or odd names shortened with a short
         hash, never two alike); :meth:`call_tool` takes those names at any time.
-        A server whose listing fails is logged and skipped.
+        A server whose listing fails is logged and skipped. The other options are
+        those of :meth:`Client.tools`, for each server's listing.
 
         Example::
 
             for tool in group.tools(prefix=True):
                 print(tool.name)        # e.g. "github__search_issues"
         """
-        return self._walk("tool", prefix, **kwargs)
+        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        return self._walk("tool", prefix, options)
 
-    def prompts(self, prefix: bool = False, **kwargs: Any) -> Iterator[Prompt]:
-        """Every server's prompts, lazily (``prefix=True`` as for :meth:`tools`).
+    def prompts(
+        self,
+        prefix: bool = False,
+        *,
+        cache: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> Iterator[Prompt]:
+        """Every server's prompts, lazily (``prefix=True`` and the options as for :meth:`tools`).
 
         Example: ``names = [p.name for p in group.prompts()]``
         """
-        return self._walk("prompt", prefix, **kwargs)
+        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        return self._walk("prompt", prefix, options)
 
-    def resources(self, **kwargs: Any) -> Iterator[Resource]:
-        """Every server's resources, lazily. Example: ``uris = [r.uri for r in group.resources()]``."""
-        return self._walk("resource", False, **kwargs)
+    def resources(
+        self,
+        *,
+        cache: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> Iterator[Resource]:
+        """Every server's resources, lazily (the options as for :meth:`tools`).
+
+        Example: ``uris = [r.uri for r in group.resources()]``
+        """
+        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        return self._walk("resource", False, options)
 
     def server_of(self, item: Tool | Prompt | Resource | str) -> str:
         """The name of the server a tool, prompt or resource this group listed comes from.
@@ -323,7 +411,7 @@ class ClientGroup(LLMFormatsMixin):
             return (server, key[1]) if key is not None and key[0] == server else (server, name)
         found = self._matches(kind, name)
         if not found:  # not seen yet (or new since): list everything once more, prefixed names included
-            for _ in self._walk(kind, kind != "resource"):
+            for _ in self._walk(kind, kind != "resource", {}):
                 pass
             found = self._matches(kind, name)
         if not found:
@@ -359,12 +447,25 @@ class ClientGroup(LLMFormatsMixin):
         return server, tool
 
     def call_tool(
-        self, name: str | Tool, arguments: Mapping[str, Any] | None = None, *, server: str | None = None,
-        **kwargs: Any
+        self,
+        name: str | Tool,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        server: str | None = None,
+        validate: bool | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        progress: ProgressCallback | None = None,
+        cancel: CancellationToken | None = None,
+        meta: Mapping[str, Any] | None = None,
+        raise_on_error: bool = False,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
     ) -> CallToolResult:
         """Call a tool on the server that has it (``name`` plain or prefixed, or a listed Tool).
 
-        ``kwargs`` are those of :meth:`Client.call_tool` (``timeout``,
+        The options are those of :meth:`Client.call_tool` (``timeout``,
         ``progress``, ``cancel``, ``raise_on_error``, ...). Raises
         :class:`AmbiguousToolError` / :class:`ToolNotFound` as :meth:`find_tool`.
 
@@ -377,39 +478,81 @@ class ClientGroup(LLMFormatsMixin):
             server = server or self.server_of(name)
             name = name.name
         server, plain = self._route("tool", name, server)
-        return self._client(server, name).call_tool(plain, arguments, **kwargs)
+        return self._client(server, name).call_tool(
+            plain, arguments, validate=validate, timeout=timeout, progress=progress, cancel=cancel, meta=meta,
+            raise_on_error=raise_on_error, input_responses=input_responses, request_state=request_state,
+            reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
+        )
 
     def get_prompt(
-        self, name: str, arguments: Mapping[str, str] | None = None, *, server: str | None = None, **kwargs: Any
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        server: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
     ) -> GetPromptResult:
         """Render a prompt on the server that has it (plain or prefixed name).
+
+        The options are those of :meth:`Client.get_prompt`.
 
         Example: ``group.get_prompt("greet", {"name": "Ada"}).messages``
         """
         server, plain = self._route("prompt", name, server)
-        return self._client(server, name).get_prompt(plain, arguments, **kwargs)
+        return self._client(server, name).get_prompt(
+            plain, arguments, timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+            input_responses=input_responses, request_state=request_state,
+            reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
+        )
 
-    def read_resource(self, uri: str, *, server: str | None = None, **kwargs: Any) -> ReadResourceResult:
+    def read_resource(
+        self,
+        uri: str,
+        *,
+        server: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        cache: str | None = None,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> ReadResourceResult:
         """Read a resource from the server that lists it.
 
         A URI no server lists (e.g. one made from a resource template) is asked
         of each server that has resources, in turn, until one has it; if none
-        does, the last server's error is raised.
+        does, the last server's error is raised. The options are those of
+        :meth:`Client.read_resource`.
 
         Example: ``text = group.read_resource("file:///notes.txt").text``
         """
+        options: dict[str, Any] = {
+            "timeout": timeout, "cancel": cancel, "progress": progress, "meta": meta, "cache": cache,
+            "input_responses": input_responses, "request_state": request_state,
+            "reset_timeout_on_progress": reset_timeout_on_progress, "max_total_timeout": max_total_timeout,
+        }  # fmt: skip
         if server is None:
             try:
                 server, _ = self._route("resource", uri, None)
             except ToolNotFound:
-                return self._read_from_any(uri, **kwargs)
-        return self._client(server, uri).read_resource(uri, **kwargs)
+                return self._read_from_any(uri, options)
+        return self._client(server, uri).read_resource(uri, **options)
 
-    def _read_from_any(self, uri: str, **kwargs: Any) -> ReadResourceResult:
+    def _read_from_any(self, uri: str, options: Mapping[str, Any]) -> ReadResourceResult:
         last: MCPError | None = None
         for client in self._open_clients().values():
             try:
-                return client.read_resource(uri, **kwargs)
+                return client.read_resource(uri, **options)
             except (CapabilityError, ServerError) as exc:
                 last = exc
         if last is None or isinstance(last, CapabilityError):
@@ -423,3 +566,8 @@ class ClientGroup(LLMFormatsMixin):
 
     def __repr__(self) -> str:
         return f"<ClientGroup {self._state} servers={sorted(self._sources)} failed={sorted(self.errors)}>"
+
+
+#: the option names a per-server ``options=`` entry may use: the group's own keyword options
+_CLIENT_OPTIONS = frozenset(inspect.signature(ClientGroup.__init__).parameters) - {
+    "self", "servers", "strict", "options"}

@@ -14,6 +14,7 @@ import re
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
+from ._sentinels import USE_CLIENT_DEFAULT
 from .exceptions import MCPError
 from .models import (
     AudioContent,
@@ -26,11 +27,16 @@ from .models import (
     Tool,
 )
 
+if TYPE_CHECKING:
+    from ._engine import ProgressCallback
+    from ._values import Timeout
+    from .cancellation import CancellationToken
+
 log = logging.getLogger("mcp_sync")
 
 # The strictest rule among the three APIs: OpenAI and Anthropic take ^[a-zA-Z0-9_-]{1,64}$,
 # Gemini also wants a letter or underscore first.
-_VALID_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$")
+_VALID_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}\Z")  # \Z: "$" would accept a trailing newline
 _INVALID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 _HASH_LEN = 8
 _MAX_DEPTH = 32  # bound on schema nesting walked (and $ref inlining)
@@ -89,7 +95,9 @@ def _resolve_ref(root: Mapping[str, Any], ref: str) -> dict[str, Any] | None:
     return dict(node) if isinstance(node, Mapping) else None
 
 
-def _deref(node: Mapping[str, Any], root: Mapping[str, Any], seen: tuple[str, ...]) -> tuple[dict[str, Any], tuple]:
+def _deref(
+    node: Mapping[str, Any], root: Mapping[str, Any], seen: tuple[str, ...]
+) -> tuple[dict[str, Any], tuple[str, ...]]:
     """``node`` with its ``$ref`` replaced by the target (siblings kept); an unresolvable or
     cyclic reference becomes an unconstrained value (only the description survives)."""
     out = dict(node)
@@ -105,7 +113,7 @@ def _deref(node: Mapping[str, Any], root: Mapping[str, Any], seen: tuple[str, ..
     return out, seen
 
 
-def _merge_all_of(node: dict[str, Any], root: Mapping[str, Any], seen: tuple) -> dict[str, Any]:
+def _merge_all_of(node: dict[str, Any], root: Mapping[str, Any], seen: tuple[str, ...]) -> dict[str, Any]:
     """Fold ``allOf`` branches into ``node``: properties and required are unioned, other
     keys keep the first value seen."""
     branches = node.pop("allOf", None)
@@ -155,7 +163,9 @@ _GEMINI_KEYS = (
 _GEMINI_FORMATS = {"string": {"enum", "date-time"}, "integer": {"int32", "int64"}, "number": {"float", "double"}}
 
 
-def gemini_schema(schema: Any, root: Mapping[str, Any] | None = None, seen: tuple = (), depth: int = 0) -> dict:
+def gemini_schema(
+    schema: Any, root: Mapping[str, Any] | None = None, seen: tuple[str, ...] = (), depth: int = 0
+) -> dict[str, Any]:
     """A JSON Schema reduced to Gemini's OpenAPI 3.0 subset.
 
     ``$ref`` is inlined (a cycle or a non-local reference becomes an
@@ -264,7 +274,7 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _strict(schema: Any, root: Mapping[str, Any], seen: tuple = (), depth: int = 0) -> dict[str, Any]:
+def _strict(schema: Any, root: Mapping[str, Any], seen: tuple[str, ...] = (), depth: int = 0) -> dict[str, Any]:
     if not isinstance(schema, Mapping) or depth > _MAX_DEPTH:
         raise _NotStrict("not a schema")
     node, seen = _deref(schema, root, seen)
@@ -592,7 +602,19 @@ class LLMFormatsMixin:
         """
         return to_gemini_tools(self._remember_names(self._llm_tools()))
 
-    def run_tool_call(self, call: Any, format: str = "openai", **call_options: Any) -> dict[str, Any]:
+    def run_tool_call(
+        self,
+        call: Any,
+        format: str = "openai",
+        *,
+        validate: bool | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        progress: ProgressCallback | None = None,
+        cancel: CancellationToken | None = None,
+        meta: Mapping[str, Any] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> dict[str, Any]:
         """Run one tool call an LLM asked for and return the provider's tool-result message.
 
         ``call`` is the provider's tool-call object (a dict, or the provider
@@ -604,7 +626,7 @@ class LLMFormatsMixin:
         (answer ``{"function_response": {"name", "response"}}``). Bad JSON
         arguments, an unknown tool, a failing tool or an MCP error become an
         error result the model can read; nothing is raised for the model's
-        mistakes. ``call_options`` go to ``call_tool`` (e.g. ``timeout=30``).
+        mistakes. The options go to ``call_tool`` (e.g. ``timeout=30``).
 
         Example::
 
@@ -623,7 +645,10 @@ class LLMFormatsMixin:
             if tool_name is None:
                 offered = ", ".join(sorted(getattr(self, "_llm_names", {}))) or "none"
                 return _error_message(parsed, f"unknown tool {parsed.name!r}; the tools are: {offered}")
-            result = self.call_tool(tool_name, arguments, **call_options)
+            result = self.call_tool(
+                tool_name, arguments, validate=validate, timeout=timeout, progress=progress, cancel=cancel, meta=meta,
+                reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
+            )
         except (MCPError, ValueError) as exc:  # the tool failed: the model reads why and goes on
             log.info("mcp_sync: tool call %r failed: %s", parsed.name, exc)
             return _error_message(parsed, f"tool {parsed.name!r} failed: {type(exc).__name__}: {exc}")

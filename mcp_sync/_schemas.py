@@ -52,8 +52,16 @@ class InvalidArguments(ValueError, MCPError):
             print(e.path, e.errors)     # $.a ["$.a: 'one' is not of type 'number'"]
     """
 
-    def __init__(self, message: str, *, path: str = "$", errors: list[str] | None = None, **kwargs: Any) -> None:
-        MCPError.__init__(self, message, **kwargs)
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str = "$",
+        errors: list[str] | None = None,
+        method: str | None = None,
+        request_id: Any = None,
+    ) -> None:
+        MCPError.__init__(self, message, method=method, request_id=request_id)
         self.path = path
         self.errors = list(errors or [])
 

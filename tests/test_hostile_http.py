@@ -15,6 +15,8 @@ import zlib
 from typing import Any, Iterator
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 import mcp_sync
 from mcp_sync.transports import _http_common
@@ -22,7 +24,7 @@ from mcp_sync.transports import http as http_module
 from mcp_sync.transports.http import HttpTransport
 from mcp_sync.transports.sse import SseTransport
 
-from httpkit import FakeServer, Reply, Request, json_reply, result, sse_reply
+from httpkit import FakeServer, Reply, Request, answering, json_reply, result, sse_reply
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -47,6 +49,27 @@ def wait_until(condition: Any, timeout: float) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+def close_while_blocked(transport: Any, blocked: Any) -> BaseException | None:
+    """Run ``blocked()`` on a thread, close ``transport`` from here 0.3 s later, and return what
+    ``blocked`` raised; it must have returned within 2 s of the close."""
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            blocked()
+        except Exception as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    time.sleep(0.3)
+    started = time.monotonic()
+    transport.close()
+    thread.join(2)
+    assert not thread.is_alive() and time.monotonic() - started < 2.0, "close() did not release the blocked call"
+    return errors[0] if errors else None
 
 
 def endless_sse(first: bytes = b"") -> Iterator[bytes]:
@@ -82,16 +105,46 @@ class Sink:
 # -- #8.4: close-delimited responses can be aborted --------------------------------------------
 
 
-def test_close_delimited_modern_stream_ends_on_timeout_and_close(no_leaks: None) -> None:
+@pytest.fixture(scope="module")
+def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A self-signed certificate for 127.0.0.1 (made with the openssl command)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = str(folder / "cert.pem"), str(folder / "key.pem")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    return cert, key
+
+
+def endless_close_delimited(rpc_method: str) -> Any:
+    """An override answering ``rpc_method`` with an endless close-delimited SSE stream."""
+    return lambda request: (
+        Reply(200, {"Content-Type": "text/event-stream"}, endless_sse(), close_delimited=True)
+        if request.rpc_method == rpc_method
+        else None
+    )
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_close_delimited_modern_stream_ends_on_timeout_and_close(
+    scheme: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, no_leaks: None
+) -> None:
     """A modern tools/call answered by an endless close-delimited SSE stream (Connection: close,
     no length, no chunking): the timeout ends the request AND its worker at once (the socket is
-    shut down although http.client dropped it), and close() leaves no thread or descriptor."""
-    with FakeServer("modern") as fake:
-        fake.override = lambda r: (
-            Reply(200, {"Content-Type": "text/event-stream"}, endless_sse(), close_delimited=True)
-            if r.rpc_method == "tools/call"
-            else None
-        )
+    shut down although http.client dropped it), and close() leaves no thread or descriptor.
+    Over HTTPS the socket read is the TLS wrapper of the one that connected."""
+    tls = request.getfixturevalue("tls_cert") if scheme == "https" else None
+    if tls is not None:
+        monkeypatch.setenv("REQUESTS_CA_BUNDLE", tls[0])
+    with FakeServer("modern", tls=tls) as fake:
+        fake.override = endless_close_delimited("tools/call")
         client = mcp_sync.Client.http(fake.url)
         client.connect()
         fds = open_fds()
@@ -113,11 +166,7 @@ def test_close_delimited_legacy_stream_ends_on_timeout_and_close(no_leaks: None)
     is closed too, so its worker does not read on for as long as the server sends; close()
     ends everything at once."""
     with FakeServer("legacy") as fake:
-        fake.override = lambda r: (
-            Reply(200, {"Content-Type": "text/event-stream"}, endless_sse(), close_delimited=True)
-            if r.rpc_method == "tools/call"
-            else None
-        )
+        fake.override = endless_close_delimited("tools/call")
         client = mcp_sync.Client.http(fake.url, mode="legacy")
         client.connect()
         with pytest.raises(mcp_sync.RequestTimeout):
@@ -194,22 +243,8 @@ def test_close_interrupts_a_connect_that_never_completes(blackhole: str, no_leak
 
 def test_close_interrupts_the_sse_transport_connect(blackhole: str, no_leaks: None) -> None:
     transport = SseTransport(blackhole, connect_timeout=30, endpoint_timeout=30)
-    errors: list[Exception] = []
-
-    def start() -> None:
-        try:
-            transport.start(Sink())
-        except Exception as exc:
-            errors.append(exc)
-
-    starter = threading.Thread(target=start)
-    starter.start()
-    time.sleep(0.3)
-    started = time.monotonic()
-    transport.close()
-    starter.join(2)
-    assert not starter.is_alive() and time.monotonic() - started < 2.0
-    assert errors and isinstance(errors[0], mcp_sync.ConnectionClosed)
+    error = close_while_blocked(transport, lambda: transport.start(Sink()))
+    assert isinstance(error, mcp_sync.ConnectionClosed)
     assert wait_until(lambda: not mcp_threads(), 1.0), f"threads left: {mcp_threads()}"
 
 
@@ -248,13 +283,9 @@ def test_sse_gzip_bomb_fails_fast(no_leaks: None) -> None:
 
 
 def test_corrupt_gzip_is_a_protocol_error(no_leaks: None) -> None:
-    def override(request: Request) -> Reply | None:
-        if request.rpc_method == "tools/list":
-            return Reply(200, {"Content-Type": "text/event-stream", "Content-Encoding": "gzip"}, b"\x1f\x8bnot gzip")
-        return None
-
+    corrupt = Reply(200, {"Content-Type": "text/event-stream", "Content-Encoding": "gzip"}, b"\x1f\x8bnot gzip")
     with FakeServer("modern") as fake, mcp_sync.Client.http(fake.url) as client:
-        fake.override = override
+        fake.override = answering("tools/list", corrupt)
         with pytest.raises(mcp_sync.ProtocolError, match="corrupt"):
             client.list_tools()
 
@@ -351,14 +382,9 @@ def test_retry_after_values(retry_after: str, retried: bool, no_leaks: None) -> 
 
 def test_malformed_response_header_is_an_mcp_error(no_leaks: None) -> None:
     """Content-Length the HTTP stack cannot read: the request fails with an MCPError."""
-
-    def override(request: Request) -> Reply | None:
-        if request.rpc_method == "tools/list":
-            return Reply(200, {"Content-Type": "application/json", "Content-Length": "12, 13"}, b"{}")
-        return None
-
+    malformed = Reply(200, {"Content-Type": "application/json", "Content-Length": "12, 13"}, b"{}")
     with FakeServer("modern") as fake, mcp_sync.Client.http(fake.url) as client:
-        fake.override = override
+        fake.override = answering("tools/list", malformed)
         with pytest.raises(mcp_sync.ConnectionClosed, match="malformed header"):
             client.list_tools(timeout=5)
         fake.override = None
@@ -410,11 +436,73 @@ def test_origin_follows_the_connecting_parser() -> None:
             origin(url)
 
 
+URL_PIECES = [
+    "http://",
+    "https://",
+    "legit",
+    "evil",
+    "127.0.0.1",
+    ":8000",
+    ":9001",
+    ":",
+    "@",
+    "\\",
+    "/",
+    "//",
+    "%2F",
+    "%40",
+    "%5C",
+    "?",
+    "#",
+    ".",
+    "[::1]",
+    " ",
+    "\t",
+    "\n",
+    "\x00",
+    "é",
+    "\uff21\uff22",
+    "user:pw",
+    "mcp",
+]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(URL_PIECES) | st.text(max_size=3), max_size=12).map("".join))
+@example("http://evil:9001\\@legit:8000/mcp")
+@example("http://evil:9001\\\\@legit:8000/mcp")
+@example("//evil:9001\\@legit:8000/mcp")
+@example("http://legit:8000@evil:9001/mcp")
+@example("http://evil:9001#@legit:8000/mcp")
+@example("http://evil:9001?@legit:8000/mcp")
+@example("http://evil\t:9001/mcp")
+@example("/\\evil:9001/mcp")
+def test_same_origin_agrees_with_where_requests_connects(reference: str) -> None:
+    """Whatever a server writes as a redirect or an endpoint, same_origin either refuses it
+    (ProtocolError) or returns a URL that requests and urllib3 send to the base's host and port."""
+    import requests
+    from urllib3.util import parse_url
+
+    base = "http://legit:8000/mcp"
+    try:
+        target = _http_common.same_origin(reference, base, "the test URL")
+    except mcp_sync.ProtocolError:
+        return
+    try:
+        prepared = requests.Request("GET", target).prepare().url
+    except (requests.RequestException, ValueError):
+        return  # requests will not send it at all
+    assert prepared is not None
+    where = parse_url(prepared)
+    assert (where.scheme, where.host, where.port or 80) == ("http", "legit", 8000), (reference, target, prepared)
+
+
 # -- #8.12: secrets in URLs are redacted ---------------------------------------------------------
 
 
 def test_redact_url() -> None:
-    redact_url = _http_common.redact_url
+    from mcp_sync._urls import redact_url
+
     assert (
         redact_url("https://me:pw@example.com/mcp?key=abc&v=2#tok")
         == "https://me:***@example.com/mcp?key=***&v=***#***"
@@ -429,7 +517,7 @@ def test_secrets_in_the_url_stay_out_of_messages_reprs_and_logs(
     with FakeServer("modern") as fake:
         url = fake.url.replace("http://", "http://alice:hunter2@") + "?api_key=TOPSECRET"
         fake.override = lambda r: Reply(500, {}, b"kaboom") if r.rpc_method == "tools/call" else None
-        with caplog.at_level(logging.DEBUG, logger="mcp_sync"):
+        with caplog.at_level(logging.DEBUG, logger="mcp_sync"), caplog.at_level(logging.DEBUG, logger="urllib3"):
             with mcp_sync.Client.http(url) as client:
                 transport = client._engine.transport  # type: ignore[union-attr]
                 with pytest.raises(mcp_sync.ProtocolError) as failure:
@@ -585,23 +673,11 @@ def test_close_releases_a_notification_post_the_server_never_answers(no_leaks: N
         fake.override = override
         transport = SseTransport(fake.url)
         transport.start(Sink())
-        errors: list[Exception] = []
-
-        def notify() -> None:
-            try:
-                transport.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-            except Exception as exc:
-                errors.append(exc)
-
-        sender = threading.Thread(target=notify)
-        sender.start()
-        time.sleep(0.3)
-        started = time.monotonic()
-        transport.close()
-        sender.join(2)
+        error = close_while_blocked(
+            transport, lambda: transport.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        )
         release.set()
-        assert not sender.is_alive() and time.monotonic() - started < 2.5
-        assert errors and isinstance(errors[0], mcp_sync.ConnectionClosed)
+        assert isinstance(error, mcp_sync.ConnectionClosed)
 
 
 @pytest.mark.parametrize("session_id", ["\x0bfoo", "a b", "x" * 5000])
@@ -621,3 +697,89 @@ def test_unusable_session_id_is_refused_at_initialize(session_id: str, no_leaks:
         with pytest.raises(mcp_sync.ProtocolError, match="Mcp-Session-Id"):
             mcp_sync.connect(fake.url, mode="legacy", timeout=5)
         assert time.monotonic() - started < 4.0
+
+
+def test_tools_call_whose_connect_was_refused_is_sent_again(no_leaks: None) -> None:
+    """The other half of the rule: a refused connect proves the server saw nothing, so even a
+    tools/call is sent again (with backoff) and succeeds once the server is back."""
+    with FakeServer("modern") as first:
+        first.keep_alive = False  # no pooled connection outlives the server
+        port = first.port
+        client = mcp_sync.Client.http(first.url)
+        client.connect()
+    replacement = FakeServer("modern", port=port)
+    timer = threading.Timer(0.15, replacement.__enter__)
+    timer.start()
+    try:
+        assert json.loads(client.call_tool("echo", {"n": 3}, timeout=10).text) == {"n": 3}
+        assert len(replacement.seen("tools/call")) == 1
+    finally:
+        timer.join()
+        client.close()
+        replacement.__exit__()
+
+
+@pytest.mark.parametrize("mode", ["modern", "legacy"])
+def test_aborts_under_load_hit_only_their_own_request(sdk_http_url: str, mode: str, no_leaks: None) -> None:
+    """Many threads, random timeouts and cancels on one client: an abort shuts down only its own
+    exchange's socket (never a pooled connection now serving another call), so every call ends
+    with its own answer, RequestTimeout or Cancelled, and close() during the load leaves nothing."""
+    import random
+
+    failures: list[str] = []
+    outcomes: dict[str, int] = {}
+    client = mcp_sync.Client.http(sdk_http_url, mode=mode)
+    client.connect()
+
+    def worker(n: int) -> None:
+        rng = random.Random(n)
+        for i in range(25):
+            text = f"{n}-{i}"
+            token = mcp_sync.CancellationToken()
+            if rng.random() < 0.2:
+                threading.Timer(rng.uniform(0.0, 0.1), token.cancel).start()
+            try:
+                if rng.random() < 0.5:
+                    got = client.call_tool("echo", {"text": text}, cancel=token, timeout=10).text
+                    outcome = "ok" if got == text else f"wrong answer {got!r} for {text}"
+                else:
+                    client.call_tool("slow", {"seconds": 0.1}, cancel=token, timeout=rng.choice([0.05, 10]))
+                    outcome = "ok"
+            except (mcp_sync.RequestTimeout, mcp_sync.Cancelled) as exc:
+                outcome = type(exc).__name__
+            except mcp_sync.MCPError as exc:
+                outcome = f"{type(exc).__name__}: {exc}"
+            if outcome not in ("ok", "RequestTimeout", "Cancelled"):
+                failures.append(outcome)
+            outcomes[outcome.split(":")[0]] = outcomes.get(outcome.split(":")[0], 0) + 1
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not failures, failures[:5]
+    assert outcomes.get("ok", 0) > 50
+    started = time.monotonic()
+    client.close()
+    assert time.monotonic() - started < 3.0
+
+
+@pytest.mark.parametrize(
+    ("message", "gone"),
+    [
+        ("Bad Request: No valid session ID provided", True),  # server-everything
+        ("Session not found", True),
+        ("Invalid or expired session", True),
+        ("Unknown session id", True),
+        ("Bad Request: Mcp-Session-Id header missing", True),
+        ("Invalid arguments: session_name missing", False),
+        ("Bad Request: invalid params", False),
+    ],
+)
+def test_session_refusal_wording(message: str, gone: bool) -> None:
+    from mcp_sync.transports._http_legacy import session_refused
+
+    body = ({"jsonrpc": "2.0", "error": {"code": -32000, "message": message}}, None)
+    assert session_refused(400, body) is gone
+    assert session_refused(500, body) is False

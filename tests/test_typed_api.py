@@ -19,21 +19,87 @@ from mcp_sync._sentinels import USE_CLIENT_DEFAULT
 pytestmark = pytest.mark.timeout(60)
 
 TYPECHECK = Path(__file__).resolve().parent / "typecheck"
-PUBLIC_CALLABLES = [
-    mcp_sync.Client.__init__, mcp_sync.Client.stdio, mcp_sync.Client.http, mcp_sync.Client.sse,
-    *(member for name, member in inspect.getmembers(mcp_sync.Client, inspect.isfunction) if not name.startswith("_")),
-    mcp_sync.Task.wait,
-]
+
+
+def public_callables() -> list[Any]:
+    """Every public function, constructor and method reachable from ``mcp_sync.__all__``
+    (the layers too: connect, load_config, ClientGroup, the LLM formats, OAuth, exceptions)."""
+    found: list[Any] = []
+    for name in mcp_sync.__all__:
+        obj = getattr(mcp_sync, name)
+        if inspect.isclass(obj):
+            found += [
+                member for attr, member in inspect.getmembers(obj)
+                if (attr == "__init__" or not attr.startswith("_")) and (inspect.isfunction(member)
+                                                                          or inspect.ismethod(member))
+                and getattr(member, "__module__", "").startswith("mcp_sync")
+            ]
+        elif inspect.isfunction(obj):
+            found.append(obj)
+    return found
 
 
 def test_no_public_method_takes_arbitrary_keywords() -> None:
+    """#9.18, now for every public name: ``run_tool_call(**call_options)``, ``connect(target,
+    **options)`` and ClientGroup's ``**kwargs`` took any misspelling (ClientGroup's only at
+    connect time, as that server's failure)."""
+    callables = public_callables()
+    qualnames = {fn.__qualname__ for fn in callables}
+    assert {"connect", "load_config", "to_openai_tools", "ClientGroup.__init__", "ClientGroup.call_tool",
+            "LLMFormatsMixin.run_tool_call", "FileTokenStore.__init__", "InvalidArguments.__init__"} <= qualnames
     loose = [
         f"{fn.__qualname__}(**{p.name})"
-        for fn in PUBLIC_CALLABLES
+        for fn in callables
         for p in inspect.signature(fn).parameters.values()
         if p.kind is inspect.Parameter.VAR_KEYWORD
     ]
     assert not loose
+
+
+def keywords(fn: Any, *leave_out: str) -> set[str]:
+    return set(inspect.signature(fn).parameters) - {"self", "cls", *leave_out}
+
+
+def test_connect_and_client_group_take_the_constructors_options() -> None:
+    """connect() and ClientGroup take exactly the options of Client.stdio and Client.http (and
+    Client.sse, the same as http's), so a new constructor option cannot be missed there."""
+    constructors = keywords(mcp_sync.Client.stdio, "command", "args") | keywords(mcp_sync.Client.http, "url")
+    assert keywords(mcp_sync.Client.sse, "url") == keywords(mcp_sync.Client.http, "url")
+    assert keywords(mcp_sync.connect, "target") == constructors
+    assert keywords(mcp_sync.ClientGroup.__init__, "servers", "strict", "options") == constructors
+
+
+def test_group_and_run_tool_call_take_the_client_call_options() -> None:
+    """ClientGroup's calls take the options of the Client method they forward to; run_tool_call
+    those of call_tool that make sense for a model's call (an error result, never a raise)."""
+    for name, own in (("call_tool", {"server"}), ("get_prompt", {"server"}), ("read_resource", {"server"}),
+                      ("tools", {"prefix"}), ("prompts", {"prefix"}), ("resources", set())):
+        assert keywords(getattr(mcp_sync.ClientGroup, name)) - own == keywords(getattr(mcp_sync.Client, name)), name
+    run = keywords(mcp_sync.Client.run_tool_call, "call", "format")
+    assert run == keywords(mcp_sync.Client.call_tool, "name", "arguments") - {
+        "raise_on_error", "input_responses", "request_state"}
+
+
+def test_misspelt_option_of_a_layer_is_an_immediate_type_error(tmp_path: Path) -> None:
+    """Nothing is started: the TypeError comes from the call itself, per-server options included."""
+    servers = {"a": {"command": "no-such-command-mcp-sync"}}
+    with pytest.raises(TypeError, match="timout"):
+        mcp_sync.connect("no-such-command-mcp-sync", timout=5)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="timout"):
+        mcp_sync.ClientGroup(servers, timout=5)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="timout"):
+        mcp_sync.ClientGroup(servers, options={"a": {"timout": 5}})
+    group = mcp_sync.ClientGroup(servers, timeout=5, options={"a": {"probe_timeout": 1}})
+    with pytest.raises(TypeError, match="timout"):
+        group.tools(timout=5)  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="cache must be one of"):
+        group.prompts(cache="sometimes")  # checked at the call, not when iterated
+    with pytest.raises(TypeError, match="timout"):
+        group.call_tool("echo", {}, timout=5)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="timout"):
+        group.run_tool_call({"id": "1", "function": {"name": "echo"}}, timout=5)  # type: ignore[call-arg]
+    assert not group.clients and not group.errors  # nothing was started
+    group.close()
 
 
 def test_request_methods_share_the_per_call_options() -> None:
@@ -90,8 +156,6 @@ def test_progress_deadline_options_reach_the_engine(monkeypatch: pytest.MonkeyPa
 
         def spy(method: str, params: Any = None, **options: Any) -> Any:
             seen.append(dict(options))
-            options.pop("reset_timeout_on_progress", None)
-            options.pop("max_total_timeout", None)
             return real(method, params, **options)
 
         monkeypatch.setattr(engine, "request", spy)
@@ -100,7 +164,7 @@ def test_progress_deadline_options_reach_the_engine(monkeypatch: pytest.MonkeyPa
         with pytest.raises(ValueError, match="max_total_timeout must be a positive number"):
             client.call_tool("t", {}, max_total_timeout=-1)
     assert seen[0]["reset_timeout_on_progress"] is True and seen[0]["max_total_timeout"] == 30.0
-    assert "reset_timeout_on_progress" not in seen[1] and "max_total_timeout" not in seen[1]
+    assert seen[1]["reset_timeout_on_progress"] is False and seen[1]["max_total_timeout"] is None
 
 
 def test_http_options_are_forwarded_or_refused() -> None:

@@ -27,7 +27,7 @@ import socket
 import threading
 import time
 from typing import Any, Callable, Iterator, Mapping
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import urljoin, urlsplit
 
 import requests
 import urllib3
@@ -42,6 +42,7 @@ from urllib3.util import connection as urllib3_connection
 from urllib3.util.timeout import _DEFAULT_TIMEOUT
 
 from .._threads import Workers, join_quietly, spawn
+from .._urls import redact_url
 from .._version import __version__
 from ..exceptions import AuthorizationError, ConnectionClosed, MCPError, ProtocolError
 from ._sse_stream import BadBody, SseEvent, decoded_chunks, read_bounded, sse_events
@@ -153,33 +154,6 @@ def same_origin(reference: str, base: str, what: str) -> str:
     )
 
 
-def redact_url(url: str) -> str:
-    """``url`` safe to show: the password (or a lone user name, often a token) of its user
-    info, every query value and the fragment replaced by ``***``.
-
-    Used in every message, log line and repr that names a URL.
-
-    Example::
-
-        >>> redact_url("https://me:pw@example.com/mcp?key=abc&v=2#tok")
-        'https://me:***@example.com/mcp?key=***&v=***#***'
-    """
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<a URL that does not parse>"
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, hostport = netloc.rpartition("@")
-        user, has_password, _ = userinfo.partition(":")
-        netloc = f"{user}:***@{hostport}" if has_password else f"***@{hostport}"
-    query = "&".join(
-        f"{name}=***" if has_value else "***"
-        for name, has_value, _ in (item.partition("=") for item in parts.query.split("&") if item)
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, "***" if parts.fragment else ""))
-
-
 def describe_failure(exc: BaseException) -> str:
     """What went wrong with a connection, for a user: no library class names.
 
@@ -232,6 +206,24 @@ class Aborted(Exception):
 _local = threading.local()
 
 
+class _RedactExchangeUrls(logging.Filter):
+    """urllib3 logs each request's path and query at DEBUG; on a thread that is running one of
+    our exchanges, its query values are replaced by ``***`` (other users of urllib3 in the
+    process are left alone)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(_local, "slot", None) is not None and isinstance(record.args, tuple):
+            record.args = tuple(
+                redact_url(arg) if isinstance(arg, str) and ("?" in arg or "@" in arg) else arg for arg in record.args
+            )
+        return True
+
+
+_urllib3_log = logging.getLogger("urllib3.connectionpool")
+if not any(isinstance(f, _RedactExchangeUrls) for f in _urllib3_log.filters):
+    _urllib3_log.addFilter(_RedactExchangeUrls())
+
+
 class Slot:
     """One exchange another thread may abort. The worker binds it with :meth:`bound`."""
 
@@ -267,8 +259,10 @@ class Slot:
             self.wake.set()
             if self.conn is not None and getattr(self.conn, "_mcp_sync_slot", None) is not self:
                 return  # the connection went back to the pool and serves another exchange now
-            sock = self.sock if self.sock is not None else getattr(self.conn, "sock", None)
-            if sock is not None:
+            # The connection's socket while it has one (for TLS, the wrapped socket: wrapping
+            # detached the raw one we saw connect), and the one we kept, for a connect still
+            # in progress or a close-delimited response that http.client let go of.
+            for sock in {id(s): s for s in (getattr(self.conn, "sock", None), self.sock) if s is not None}.values():
                 try:  # wakes a recv or a connect blocked in another thread (Linux: SYN_SENT too)
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:

@@ -38,9 +38,11 @@ MAX_LISTEN_FAILURES = 5
 #: (server-everything: "Bad Request: No valid session ID provided"; others: "Session not
 #: found", "Invalid or expired session", "Unknown session id").
 _SESSION_GONE = re.compile(
-    r"session.*(invalid|unknown|no valid|not found|expired|terminated|missing)|"
-    r"(invalid|unknown|no valid|expired|missing).*session",
-    re.IGNORECASE | re.DOTALL,
+    r"\bsession\b.{0,40}\b(invalid|unknown|no valid|not found|expired|terminated|missing)\b|"
+    r"\b(invalid|unknown|no valid|expired|missing)\b.{0,40}\bsession\b"
+    # a session the server holds but never saw initialized (the TypeScript SDK's wording)
+    r"|\bserver not initialized\b",
+    re.IGNORECASE,
 )
 
 
@@ -101,12 +103,17 @@ class LegacySession(HttpBase):
                     raise SessionExpiredError("the HTTP session expired before any initialize to replay")
                 self._replay_initialize(init)
             except MCPError as exc:
-                error = SessionExpiredError(f"the HTTP session expired and a new one could not start: {exc}")
+                error = SessionExpiredError(
+                    f"the server no longer knows the HTTP session and a new one could not start: {exc}; "
+                    "reconnect the client once the server is back"
+                )
                 if self._sink is not None:
                     self._sink.closed(error)
                 raise error from exc
-        if self._initialized_message is not None:
-            self._send_oneway(self._initialized_message, None, None, resent=True)
+            # Still under the lock: no request may reach the new session before it is initialized
+            # (a TypeScript server answers such a request 400 "Server not initialized").
+            if self._initialized_message is not None:
+                self._send_oneway(self._initialized_message, None, None, resent=True)
         if self._sink is not None:
             self._sink.session_renewed()  # the new session holds none of the old one's state
 

@@ -133,6 +133,18 @@ class HttpTransport(LegacySession):
     decompression and each SSE event. Thread-safe: ``send`` may be called from
     any number of threads; one ``requests.Session`` is shared by all of them.
 
+    Sending again (at most ``max_retries`` times, with backoff): any request
+    whose connection could not be made (refused, timed out, name not
+    resolved), since the server cannot have seen it; reads and lists
+    (``tools/list``, ``resources/read``, ``ping``, the handshake...) also after
+    a 502/503/504 (honouring ``Retry-After`` up to 30 s) or a reset connection.
+    A ``tools/call`` or any other request that may change something is never
+    sent twice on such an answer: a 503 does not prove the server did nothing.
+    A legacy request the server refuses because it no longer knows the
+    session (404, or a 400 saying so, as after a server restart) is sent again
+    once on a new session. Redirects are followed only to the same origin, and
+    URLs in messages and logs hide passwords and query values.
+
     ``session`` is your own ``requests.Session``, used as is (its adapters,
     headers, cookies, hooks, auth, proxies and TLS settings; it is not closed
     with the transport). ``verify`` (True, False or a CA bundle path), ``cert``
@@ -141,8 +153,7 @@ class HttpTransport(LegacySession):
     these arguments do in ``requests``. Otherwise the environment is honoured as
     ``requests`` honours it (``HTTPS_PROXY``, ``NO_PROXY``, ``REQUESTS_CA_BUNDLE``,
     netrc), read once when the first request is made. ``connect_timeout`` bounds
-    each connect (seconds); ``max_retries`` bounds the resends of a request that
-    provably never reached the server (and of safe reads after 502/503/504).
+    each connect (seconds).
 
     Example::
 

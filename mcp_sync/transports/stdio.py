@@ -105,7 +105,7 @@ class StdioTransport:
         self._reported = False
         self._threads: list[threading.Thread] = []
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL_LINES)
-        self._stderr_log = logging.getLogger(f"mcp_sync.stderr.{self.name}")
+        self._stderr_log = logging.getLogger(f"mcp_sync.stderr.{self.name}")  # renamed at start()
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -116,6 +116,7 @@ class StdioTransport:
     def start(self, sink: MessageSink) -> None:
         """Spawn the server and its reader threads. Raises ConnectionClosed if it cannot start."""
         self._sink = sink
+        self._stderr_log = logging.getLogger(f"mcp_sync.stderr.{self.name}")  # the client may rename us
         popen_kwargs: dict[str, Any] = {}
         if sys.platform == "win32":
             popen_kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]

@@ -7,6 +7,7 @@ package shows up as a mypy error here.
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
@@ -113,6 +114,54 @@ def main() -> None:
         print(exc.message, exc.method, exc.request_id)
     refusal = mcp_sync.ServerRequestError("no", code=-1)
     print(refusal.code)
+
+
+def layers(client: mcp_sync.Client, call: dict[str, Any]) -> None:
+    """Config files, ClientGroup, the LLM tool formats, schema checks and OAuth, as documented."""
+    try:
+        servers: dict[str, dict[str, Any]] = mcp_sync.load_config(".vscode/mcp.json", inputs={"github-token": "t"})
+    except mcp_sync.ConfigError as e:
+        print(e.file, e.server, e.field, e.message)
+        return
+    single = mcp_sync.connect(servers["github"], timeout=30, headers={"X": "1"}, verify=False, max_retries=1)
+    single.close()
+    group: mcp_sync.ClientGroup
+    with mcp_sync.ClientGroup(servers, strict=False, options={"github": {"timeout": 5}}, timeout=30) as group:
+        for tool in group.tools(prefix=True, timeout=5, cache="refresh"):
+            print(group.server_of(tool), tool.name)
+        prompts: list[mcp_sync.Prompt] = list(group.prompts(cancel=None))
+        resources: list[mcp_sync.Resource] = list(group.resources(meta={"k": "v"}))
+        server, found = group.find_tool("read_file")
+        print(server, found.input_schema, prompts, resources)
+        try:
+            result: mcp_sync.CallToolResult = group.call_tool("search", {"q": "x"}, timeout=5, raise_on_error=True)
+        except mcp_sync.AmbiguousToolError as e:
+            result = group.call_tool("search", {"q": "x"}, server=e.servers[0], validate=True)
+        except mcp_sync.ToolNotFound as e:
+            print(e.message, e.name)
+            return
+        print(result.text, group.get_prompt("greet", {"name": "Ada"}, server="github", timeout=5).messages)
+        print(group.read_resource("file:///notes.txt", cache="bypass").text)
+        answer: dict[str, Any] = group.run_tool_call(call, format="openai", timeout=30, progress=on_progress)
+        print(answer, group.to_openai_tools(api="responses", strict=True), group.to_anthropic_tools(),
+              group.to_gemini_tools(), sorted(group.clients), group.errors)
+    group.connect().close()
+    tools = list(client.tools())
+    openai_tools: list[dict[str, Any]] = mcp_sync.to_openai_tools(tools, api="chat", strict=True)
+    anthropic_tools: list[dict[str, Any]] = mcp_sync.to_anthropic_tools(tools)
+    gemini_tools: list[dict[str, Any]] = mcp_sync.to_gemini_tools(tools)
+    print(openai_tools, anthropic_tools, gemini_tools, client.run_tool_call(call, format="anthropic", timeout=5))
+    store = mcp_sync.FileTokenStore("~/.config/my-app/mcp-tokens.json")
+    redirected: str = mcp_sync.browser_authorize("https://auth.example.com/authorize?state=s", timeout=120)
+    auth = mcp_sync.OAuth(redirect_uri="http://127.0.0.1:8765/callback", token_store=store,
+                          on_authorize=functools.partial(mcp_sync.browser_authorize, timeout=120))
+    print(redirected, auth)
+    try:
+        client.call_tool("add", {"a": "one"}, validate=True)
+    except mcp_sync.InvalidArguments as e:
+        print(e.path, e.errors)
+    except mcp_sync.InsufficientScopeError as e:
+        print("needs scope", e.scope, "-", e.error_description)
 
 
 if __name__ == "__main__":
