@@ -187,6 +187,9 @@ class Engine:
         self._closed_error: ConnectionClosed | None = None
         self._closed_by_client = False  # close() was called: no server diagnostics in the errors
         self._started = False
+        #: ``send_inline(message, headers=..., deadline=...)``: a transport that can read a
+        #: request's answer on the requesting thread (see HttpTransport.send_inline).
+        self._send_inline: Callable[..., None] | None = getattr(transport, "send_inline", None)
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -289,6 +292,10 @@ class Engine:
                 self._progress[token] = pending
             if on_stream is not None:
                 self._streams[request_id] = on_stream
+        # A plain request may be exchanged on this thread by a transport that can (HTTP: saves a
+        # thread per request); a cancel or the deadline then ends the exchange from another thread.
+        plain = on_stream is None and not reset_timeout_on_progress and total_limit is None
+        inline = self._send_inline if plain else None
         remove_callback: Callable[[], None] | None = None
         if cancel is not None:
 
@@ -299,7 +306,8 @@ class Engine:
                     method=method,
                     request_id=request_id,
                 )
-                pending.outcome.settle(error=error)
+                if pending.outcome.settle(error=error) and inline is not None:
+                    self._abort_quietly(request_id)
 
             remove_callback = cancel.add_callback(on_cancel)
         sending = written = False
@@ -308,7 +316,10 @@ class Engine:
                 raise self._closed_copy(method, request_id)
             sending = True
             sent_at = time.monotonic()  # the deadline covers the write too (8.1)
-            self.transport.send(message, headers=headers)
+            if inline is not None:
+                inline(message, headers=headers, deadline=None if limit is None else sent_at + limit)
+            else:
+                self.transport.send(message, headers=headers)
             written = True
             expired = self._wait(pending, sent_at, limit, total_limit, reset_timeout_on_progress)
             if expired is not None:
@@ -406,6 +417,12 @@ class Engine:
                 raise ValueError(f"{method}: {bad} is not a finite number, which JSON cannot represent")
             message["params"] = params
         self.transport.send(message)
+
+    def _abort_quietly(self, request_id: Any) -> None:
+        try:
+            self.transport.abort(request_id)
+        except Exception:  # the cancel itself has succeeded; the wire is told again after the wait
+            log.debug("mcp_sync: aborting %s on the %s transport failed", request_id, self.name, exc_info=True)
 
     def _cancel_on_wire(self, request_id: Any, reason: str | None) -> None:
         if self._closed_error is not None:

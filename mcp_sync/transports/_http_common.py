@@ -21,6 +21,7 @@ import errno
 import http.client
 import json
 import logging
+import math
 import re
 import socket
 import threading
@@ -31,12 +32,16 @@ from urllib.parse import urljoin, urlsplit
 import requests
 import urllib3
 from requests.adapters import HTTPAdapter
+from requests.cookies import RequestsCookieJar, extract_cookies_to_jar, merge_cookies
+from requests.hooks import dispatch_hook
+from requests.structures import CaseInsensitiveDict
+from requests.utils import get_auth_from_url, get_netrc_auth
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util import connection as urllib3_connection
 from urllib3.util.timeout import _DEFAULT_TIMEOUT
 
-from .._threads import Workers
+from .._threads import Workers, join_quietly, spawn
 from .._urls import redact_url
 from .._version import __version__
 from ..exceptions import AuthorizationError, ConnectionClosed, MCPError, ProtocolError
@@ -275,6 +280,70 @@ class Slot:
             raise Aborted
 
 
+class Deadlines:
+    """Aborts the exchanges that outlive their deadline, from one thread per transport.
+
+    An exchange made on the calling thread cannot watch the clock while it waits for
+    the server; this thread does it for all of them, and a late exchange ends as a
+    cancelled one does (its socket is shut down). Cheap per exchange: adding and
+    removing are dictionary operations, and the thread is woken only when a new
+    deadline is earlier than the one it sleeps until (requests with the same timeout,
+    one after the other, wake it about once a second). Started on first use, it ends
+    when it finds nothing to watch, and ``close()`` ends it.
+    """
+
+    #: Longest sleep of the thread: how soon it notices it has nothing left to watch.
+    IDLE_CHECK_S = 1.0
+
+    def __init__(self, server: str) -> None:
+        self._server = server
+        self._cond = threading.Condition(threading.Lock())
+        self._slots: dict[Slot, float] = {}
+        self._wake_at = math.inf
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def add(self, slot: Slot, deadline: float) -> None:
+        """Abort ``slot`` at ``deadline`` (``time.monotonic()``) unless :meth:`discard` comes first."""
+        with self._cond:
+            if self._closed:
+                return
+            self._slots[slot] = deadline
+            if self._thread is None:
+                self._thread = spawn(self._run, "deadline", self._server)
+            elif deadline < self._wake_at:
+                self._cond.notify()
+
+    def discard(self, slot: Slot) -> None:
+        with self._cond:
+            self._slots.pop(slot, None)
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._closed:
+                now = time.monotonic()
+                expired = [slot for slot, deadline in self._slots.items() if deadline <= now]
+                for slot in expired:
+                    del self._slots[slot]
+                    slot.abort()  # takes only the slot's own lock; never calls back here
+                if not self._slots and not expired:  # idle: end; the next add() starts a new thread
+                    break
+                self._wake_at = min(self._slots.values(), default=now)
+                # Awake at least every IDLE_CHECK_S, so that an idle thread ends soon (a transport
+                # nobody closes keeps no thread), while calls in a row rarely wake it.
+                self._cond.wait(max(0.0, min(self._wake_at - now, self.IDLE_CHECK_S)))
+            self._thread = None
+            self._wake_at = math.inf
+
+    def close(self, timeout: float) -> None:
+        with self._cond:
+            self._closed = True
+            self._slots.clear()
+            self._cond.notify()
+            thread = self._thread
+        join_quietly(thread, timeout)
+
+
 def _track(conn: Any) -> None:
     slot: Slot | None = getattr(_local, "slot", None)
     if slot is not None:
@@ -384,6 +453,10 @@ class HttpBase:
         connect_timeout: float,
         max_retries: int,
         name: str | None,
+        session: requests.Session | None = None,
+        verify: bool | str | None = None,
+        cert: str | tuple[str, str] | None = None,
+        proxies: Mapping[str, str] | None = None,
     ) -> None:
         if urlsplit(url).scheme not in ("http", "https"):
             raise ValueError(f"not an http(s) URL: {redact_url(url)!r}")
@@ -400,15 +473,24 @@ class HttpBase:
         self.max_retries = max_retries
         parts = urlsplit(url)
         self.name = name or (f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname))
-        self.session = _Session()
-        # Many application threads share one client: keep that many connections for reuse
-        # (requests' default of 10 would open and discard one per extra concurrent call).
-        adapter = _TrackingAdapter(pool_maxsize=POOL_MAXSIZE)
-        self.session.mount("http://", adapter)
-        self.session.mount("https://", adapter)
-        # Only encodings decoded_chunks can bound; requests would also offer br/zstd when installed.
-        self.session.headers.update({"User-Agent": f"mcp-sync/{__version__}", "Accept-Encoding": "gzip, deflate"})
-        self.session.headers.update(self.headers)  # H17: caller headers on every request, GET and DELETE too
+        self.verify = verify
+        self.cert = cert
+        self.proxies = dict(proxies) if proxies is not None else None
+        self.owns_session = session is None
+        if session is None:
+            session = _Session()
+            # Many application threads share one client: keep that many connections for reuse
+            # (requests' default of 10 would open and discard one per extra concurrent call).
+            adapter = _TrackingAdapter(pool_maxsize=POOL_MAXSIZE)
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
+        self.session = session  # a caller's session is used as is: its adapters, hooks, auth and settings
+        #: On every request (POST, GET stream, DELETE), over the session's own headers: only the
+        #: encodings decoded_chunks can bound (requests would also offer br/zstd when installed),
+        #: then the caller's headers (H17).
+        self.request_headers = {"User-Agent": f"mcp-sync/{__version__}", "Accept-Encoding": "gzip, deflate"}
+        self.request_headers.update(self.headers)
+        self._senders: dict[str, _Sender] = {}  # per URL: what requests would work out on every call
         self._lock = threading.Lock()
         self._workers = Workers(self.name)
         self._closing = False
@@ -533,16 +615,7 @@ class HttpBase:
         _local.slot = slot
         try:
             for _ in range(MAX_REDIRECTS + 1):
-                response = self.session.request(
-                    method,
-                    url,
-                    data=body,
-                    headers=dict(headers),
-                    auth=self.auth,
-                    stream=True,
-                    allow_redirects=False,
-                    timeout=(self.connect_timeout, timeout),
-                )
+                response = self.send_once(method, url, headers, body, timeout)
                 location = response.headers.get("Location")
                 if response.status_code not in (301, 302, 303, 307, 308) or not location:
                     return response
@@ -551,6 +624,36 @@ class HttpBase:
             raise ProtocolError(f"{method} {redact_url(url)}: more than {MAX_REDIRECTS} redirects")
         finally:
             _local.slot = None
+
+    def send_once(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        timeout: float | None,
+        *,
+        connect_timeout: float | None = None,
+    ) -> requests.Response:
+        """One request, streamed, redirects not followed, exactly as ``session.request`` would send it.
+
+        What does not change between the calls of a client (the environment's proxies,
+        ``no_proxy``, CA bundle and netrc, the adapter for the URL) is worked out once per
+        URL (:class:`_Sender`); the auth object still runs on every request.
+        """
+        sender = self._senders.get(url)
+        if sender is None:
+            sender = _Sender(self, url)
+            if len(self._senders) < 16:  # the server's URL, a redirect target or two, an SSE endpoint
+                self._senders[url] = sender
+        connect = self.connect_timeout if connect_timeout is None else connect_timeout
+        return sender.send(method, {**self.request_headers, **headers}, body, (connect, timeout))
+
+    @property
+    def abortable(self) -> bool:
+        """True when an exchange can be ended from another thread (close, cancel, timeout) at
+        once: the session's adapter for the URL is this library's socket-tracking one."""
+        return isinstance(self.session.get_adapter(self.url), _TrackingAdapter)
 
     # -- reading bodies ------------------------------------------------------------------
 
@@ -595,10 +698,106 @@ class HttpBase:
         return parsed, ProtocolError(message)
 
     def close_session(self) -> None:
+        """Close the session this transport made (a caller's session stays open: it is theirs)."""
+        if not self.owns_session:
+            return
         try:
             self.session.close()
         except Exception:  # closing must not fail because a pool is half torn down
             log.debug("mcp_sync: closing the requests session failed", exc_info=True)
+
+
+#: The Session methods :class:`_Sender` stands in for: a subclass that overrides one of them
+#: (an OAuth session adding its token in ``request``) is called the ordinary way instead.
+_SESSION_METHODS = ("request", "prepare_request", "send", "merge_environment_settings")
+
+
+class _Sender:
+    """Sends requests to one URL through a session the way ``Session.request`` does, with
+    what ``requests`` recomputes on every call worked out once.
+
+    Per call, ``Session.request`` walks the process environment (proxy variables and their
+    ``no_proxy`` bypass, ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE``, netrc), merges cookies,
+    hooks and settings, builds a Request and then a PreparedRequest, and finds the adapter.
+    Here the environment, the adapter and the URL are resolved when the sender is made; a
+    call builds the PreparedRequest directly (session headers, the request's headers,
+    cookies if the jar has any, the body, then the auth object: applied on every request)
+    and hands it to the adapter, dispatches response hooks (``HTTPDigestAuth`` answers its
+    401 there) and keeps the cookies the server sets. A session whose class overrides
+    ``request``, ``prepare_request``, ``send`` or ``merge_environment_settings`` is called
+    the ordinary way.
+    """
+
+    __slots__ = ("adapter", "fast", "fixed_auth", "owner", "prepared_url", "send_kwargs", "session", "url_auth")
+
+    def __init__(self, owner: HttpBase, url: str) -> None:
+        session = owner.session
+        self.owner = owner
+        self.session = session
+        self.fast = all(
+            getattr(type(session), name, None) is getattr(requests.Session, name) for name in _SESSION_METHODS
+        )
+        settings = session.merge_environment_settings(url, dict(owner.proxies or {}), True, owner.verify, owner.cert)
+        self.send_kwargs: dict[str, Any] = {
+            "proxies": settings["proxies"],
+            "verify": settings["verify"],
+            "cert": settings["cert"],
+        }
+        self.adapter = session.get_adapter(url)
+        probe = requests.PreparedRequest()
+        probe.prepare_url(url, session.params or None)
+        self.prepared_url: str = probe.url or url
+        # The auth when the transport has none: the session's, else netrc's (if the environment is
+        # trusted), else none (PreparedRequest.prepare_auth then reads user:password from the URL).
+        fixed: Any = None
+        if session.trust_env and not session.auth:
+            fixed = get_netrc_auth(url)
+        self.fixed_auth = fixed if fixed else session.auth
+        self.url_auth = any(get_auth_from_url(self.prepared_url))  # user:password@ in the URL
+
+    def send(self, method: str, headers: Mapping[str, str], body: bytes | None, timeout: Any) -> requests.Response:
+        owner, session = self.owner, self.session
+        if not self.fast:
+            return session.request(
+                method,
+                self.prepared_url,
+                data=body,
+                headers=dict(headers),
+                auth=owner.auth,
+                stream=True,
+                allow_redirects=False,
+                timeout=timeout,
+                proxies=owner.proxies,
+                verify=owner.verify,
+                cert=owner.cert,
+            )
+        prepared = requests.PreparedRequest()
+        prepared.method = method
+        prepared.url = self.prepared_url
+        merged: CaseInsensitiveDict[Any] = CaseInsensitiveDict(session.headers)
+        merged.update(headers)
+        if None in merged.values():  # a header set to None is left out, as in requests
+            for name in [name for name, value in merged.items() if value is None]:
+                del merged[name]
+        prepared.headers = merged
+        jar = session.cookies
+        if len(jar):
+            prepared.prepare_cookies(merge_cookies(RequestsCookieJar(), jar))
+        prepared.body = body
+        prepared.prepare_content_length(body)
+        auth = owner.auth if owner.auth is not None else self.fixed_auth
+        if auth is not None or self.url_auth:
+            prepared.prepare_auth(auth, self.prepared_url)
+        if any(session.hooks.values()):
+            prepared.prepare_hooks(session.hooks)
+        response = self.adapter.send(prepared, stream=True, timeout=timeout, **self.send_kwargs)
+        if prepared.hooks["response"]:
+            response = dispatch_hook(
+                "response", prepared.hooks, response, stream=True, timeout=timeout, **self.send_kwargs
+            )
+        if len(response.cookies):
+            extract_cookies_to_jar(jar, prepared, response.raw)
+        return response
 
 
 def header_safe(value: str | None, limit: int = 1024) -> str | None:

@@ -227,12 +227,8 @@ class LegacySession(HttpBase):
     def _delete_session(self) -> None:
         """End the session; 404/405 (already gone, not allowed) are fine."""  # LG3
         try:
-            response = self.session.delete(
-                self.url,
-                headers=self._get_headers(None),
-                auth=self.auth,
-                timeout=(min(self.connect_timeout, 2.0), 2.0),  # close() must not wait long for a goodbye
-                allow_redirects=False,
+            response = self.send_once(  # close() must not wait long for a goodbye
+                "DELETE", self.url, self._get_headers(None), None, 2.0, connect_timeout=min(self.connect_timeout, 2.0)
             )
             response.close()
             if response.status_code not in (200, 202, 204, 404, 405):

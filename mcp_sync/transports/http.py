@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from .._headers import encode_header_value
 from .._ids import normalize_id
@@ -41,6 +41,7 @@ from ._http_common import (
     SAFE_TO_RESEND,
     STREAM_ERRORS,
     Aborted,
+    Deadlines,
     Slot,
     content_type,
     describe_failure,
@@ -53,6 +54,9 @@ from ._http_legacy import DEFAULT_RETRY_S, LegacySession, dumps, session_refused
 from ._sse_stream import BadBody
 from .base import MessageSink
 from .sse import SseTransport
+
+if TYPE_CHECKING:
+    import requests
 
 log = logging.getLogger("mcp_sync.http")
 
@@ -113,6 +117,9 @@ class _InFlight:
         self.modern = modern
 
 
+#: How long a POST's SSE stream may take to end after the answer before it is closed (seconds).
+STREAM_END_WAIT = 0.02
+
 #: Longest wait in configure() for a legacy GET stream to answer (seconds).
 LISTEN_READY_WAIT = 2.0
 
@@ -138,12 +145,26 @@ class HttpTransport(LegacySession):
     once on a new session. Redirects are followed only to the same origin, and
     URLs in messages and logs hide passwords and query values.
 
+    ``session`` is your own ``requests.Session``, used as is (its adapters,
+    headers, cookies, hooks, auth, proxies and TLS settings; it is not closed
+    with the transport). ``verify`` (True, False or a CA bundle path), ``cert``
+    (a client certificate file, or ``(cert, key)``) and ``proxies`` (``{"https":
+    "http://proxy:3128"}``, may hold ``no_proxy``) override the environment, as
+    these arguments do in ``requests``. Otherwise the environment is honoured as
+    ``requests`` honours it (``HTTPS_PROXY``, ``NO_PROXY``, ``REQUESTS_CA_BUNDLE``,
+    netrc), read once when the first request is made. ``connect_timeout`` bounds
+    each connect (seconds).
+
     Example::
 
         transport = HttpTransport("http://127.0.0.1:8000/mcp", headers={"X-Team": "a"})
         with mcp_sync.Client(transport) as client:
             print(client.call_tool("echo", {"text": "hi"}).text)
         # usually simply: mcp_sync.Client.http("http://127.0.0.1:8000/mcp")
+
+        corporate = requests.Session()
+        corporate.verify = "/etc/ssl/corp-ca.pem"
+        transport = HttpTransport("https://mcp.internal/mcp", session=corporate)
     """
 
     #: The client mirrors x-mcp-header parameters only on this transport (checklist H8).
@@ -160,6 +181,10 @@ class HttpTransport(LegacySession):
         max_retries: int = 3,
         max_resume_attempts: int = 3,
         name: str | None = None,
+        session: requests.Session | None = None,
+        verify: bool | str | None = None,
+        cert: str | tuple[str, str] | None = None,
+        proxies: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(
             url,
@@ -169,6 +194,10 @@ class HttpTransport(LegacySession):
             connect_timeout=connect_timeout,
             max_retries=max_retries,
             name=name,
+            session=session,
+            verify=verify,
+            cert=cert,
+            proxies=proxies,
         )
         self.max_resume_attempts = max_resume_attempts
         self._sink: MessageSink | None = None
@@ -185,6 +214,10 @@ class HttpTransport(LegacySession):
         self._relied_on_cache = False  # skipped the probe because the origin's era was cached
         self._session_lock = threading.Lock()
         self._delegate: SseTransport | None = None
+        self._deadlines = Deadlines(self.name)
+        self._linger = True  # read the end of a POST's stream after the answer (see _await_stream_end)
+        #: Requests may be read on the calling thread: close, cancel and timeouts can interrupt them.
+        self._inline_ok = self.abortable
 
     @property
     def session_id(self) -> str | None:
@@ -222,6 +255,27 @@ class HttpTransport(LegacySession):
 
     def send(self, message: dict[str, Any], *, headers: Mapping[str, str] | None = None) -> None:
         """POST ``message``: a request on a worker thread, anything else on this thread."""
+        self._send(message, headers, inline=False, deadline=None)
+
+    def send_inline(
+        self, message: dict[str, Any], *, headers: Mapping[str, str] | None = None, deadline: float | None = None
+    ) -> None:
+        """POST ``message`` and, for a request, read its answer on this thread: when this
+        returns, the answer (or the request's failure) has gone to the sink.
+
+        The engine calls this instead of :meth:`send` for a plain request (no stream to
+        follow, no timeout that moves with progress), which saves a thread and two thread
+        switches per call. Messages the server sends on the way (progress, its own
+        requests) go to the sink as they arrive, as from a worker. The exchange ends
+        early, like a cancelled one, on :meth:`abort` or :meth:`close` from another thread,
+        or at ``deadline`` (``time.monotonic()``); the engine then reports the timeout.
+        With a caller's session whose adapter cannot be interrupted, this is :meth:`send`.
+        """
+        self._send(message, headers, inline=self._inline_ok, deadline=deadline)
+
+    def _send(
+        self, message: dict[str, Any], headers: Mapping[str, str] | None, *, inline: bool, deadline: float | None
+    ) -> None:
         delegate = self._delegate
         if delegate is not None:
             delegate.send(message, headers=headers)
@@ -248,13 +302,24 @@ class HttpTransport(LegacySession):
             return
         slot = Slot()
         with self._lock:
+            if self._closing:
+                raise ConnectionClosed("the HTTP transport is closed")
             self._inflight[request_id] = _InFlight(slot, version is not None)
+        if not inline:
+            try:
+                self._spawn(lambda: self._run_request(message, headers, version, slot), "http")
+            except ConnectionClosed:
+                with self._lock:
+                    self._inflight.pop(request_id, None)
+                raise
+            return
+        if deadline is not None:
+            self._deadlines.add(slot, deadline)
         try:
-            self._spawn(lambda: self._run_request(message, headers, version, slot), "http")
-        except ConnectionClosed:
-            with self._lock:
-                self._inflight.pop(request_id, None)
-            raise
+            self._run_request(message, headers, version, slot)  # forgets the request when done
+        finally:
+            if deadline is not None:
+                self._deadlines.discard(slot)
 
     def abort(self, request_id: Any) -> bool:
         """End the request's exchange at once (its worker does not read on for as long as the
@@ -286,6 +351,7 @@ class HttpTransport(LegacySession):
             self._delegate.close()
         for slot in slots:
             slot.abort()
+        self._deadlines.close(1.0)
         self._join_threads(2.0)
         if self._session_id is not None:
             self._delete_session()
@@ -398,6 +464,7 @@ class HttpTransport(LegacySession):
         retry_ms: int | None = None
         attempts = 0
         current = response
+        answered = False
         try:
             while True:
                 try:
@@ -405,11 +472,20 @@ class HttpTransport(LegacySession):
                         attempts = 0
                         last_id = header_safe(event.id) or last_id
                         retry_ms = event.retry_ms if event.retry_ms is not None else retry_ms
-                        if event.data and self._deliver_text(event.data, request_id, method):
-                            return
+                        if event.data and self._deliver_text(event.data, request_id, method) and not answered:
+                            answered = True
+                            if current is not response or not self._await_stream_end(slot):
+                                return
+                    if answered:  # the server ended the stream at once: its connection is reusable
+                        return
                 except BadBody as exc:
+                    if answered:
+                        return
                     raise ProtocolError(f"{method}: {exc}") from exc
                 except STREAM_ERRORS as exc:
+                    if answered:  # the stream did not end at once: it is closed, as before
+                        self._linger = False
+                        return
                     if slot.aborted or self._closing:
                         raise Aborted from exc
                     log.debug("mcp_sync: the %s stream broke: %s", method, describe_failure(exc))
@@ -430,6 +506,23 @@ class HttpTransport(LegacySession):
         finally:
             if current is not response:
                 current.close()
+
+    def _await_stream_end(self, slot: Slot) -> bool:
+        """After the answer, give the server STREAM_END_WAIT s to end the stream.
+
+        Servers end a POST's stream right after the answer; reading that end (instead
+        of closing the stream at once) keeps the connection for the next request,
+        which saves a connect per call. A server that keeps streams open costs one
+        wait and is not waited for again. False when there is nothing to wait on.
+        """
+        sock = slot.sock
+        if not self._linger or sock is None:
+            return False
+        try:
+            sock.settimeout(STREAM_END_WAIT)  # urllib3 sets its own timeout again on the next request
+        except OSError:
+            return False
+        return True
 
     def _deliver_text(self, text: str, request_id: Any, method: str | None) -> bool:
         try:
@@ -527,7 +620,12 @@ class HttpTransport(LegacySession):
             auth=self.auth,
             max_message_bytes=self.max_message_bytes,
             connect_timeout=self.connect_timeout,
+            max_retries=self.max_retries,
             name=self.name,
+            session=self.session,  # shared; closed by this transport if it made it
+            verify=self.verify,
+            cert=self.cert,
+            proxies=self.proxies,
         )
         assert self._sink is not None
         delegate.start(self._sink)

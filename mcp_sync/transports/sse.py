@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..exceptions import ConnectionClosed, MCPError, ProtocolError
 from ._http_common import (
@@ -33,6 +33,9 @@ from ._http_common import (
 )
 from ._sse_stream import BadBody
 from .base import MessageSink
+
+if TYPE_CHECKING:
+    import requests
 
 log = logging.getLogger("mcp_sync.http")
 
@@ -61,6 +64,10 @@ class SseTransport(HttpBase):
         endpoint_timeout: float = 10.0,
         max_retries: int = 3,
         name: str | None = None,
+        session: requests.Session | None = None,
+        verify: bool | str | None = None,
+        cert: str | tuple[str, str] | None = None,
+        proxies: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(
             url,
@@ -70,6 +77,10 @@ class SseTransport(HttpBase):
             connect_timeout=connect_timeout,
             max_retries=max_retries,
             name=name,
+            session=session,
+            verify=verify,
+            cert=cert,
+            proxies=proxies,
         )
         self.endpoint_timeout = endpoint_timeout
         self.endpoint: str | None = None

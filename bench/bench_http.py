@@ -1,0 +1,643 @@
+"""``tools/call`` over Streamable HTTP: mcp_sync vs the official SDK vs the floors of the wire.
+
+Every variant talks to its own fresh ``tests/servers/sdk_server.py http`` (mcp==2.3.0
+MCPServer under uvicorn) and makes ``--calls`` ``call_tool("echo", {"text": "hi"})`` calls:
+
+* ``mcp_sync``           ``mcp_sync.Client.http(url)``, mode auto (this server answers the
+                         ``server/discover`` probe: modern era, 2026-07-28, one JSON POST per call);
+* ``mcp_sync-legacy``    the same with ``mode="legacy"`` (``initialize`` once, ``Mcp-Session-Id``,
+                         each answer on an SSE stream);
+* ``mcp_sync-t8``, ``mcp_sync-t32``, ``mcp_sync-legacy-t8``  one client shared by 8 / 32 threads,
+                         ``--calls`` in all (each thread makes its share);
+* ``official``           ``mcp.Client(url)`` (mcp 2.3.0, asyncio + httpx), mode auto;
+* ``official-legacy``    the same with ``mode="legacy"``;
+* the floors, all sending the very bytes mcp_sync sends for a modern call (same headers, the
+  ``_meta`` envelope, the body pre-encoded around its id) and ``json.loads``-ing the answer:
+  ``session-post``   ``requests.Session.post`` in a loop;
+  ``adapter``        one PreparedRequest made by the session, copied per call with the new body and
+                     sent through the session's own ``HTTPAdapter`` (``adapter.send``) with the
+                     environment's settings (proxies, CA bundle) resolved once, as requests would
+                     pass them;
+  ``urllib3-pool``   the adapter's urllib3 connection pool (``pool.urlopen``);
+  ``http.client``    one ``http.client.HTTPConnection`` kept alive;
+  ``adapter-legacy`` the ``adapter`` floor on a legacy session (``initialize`` once, the session
+                     header, the SSE answer read to its end and its ``data:`` line parsed).
+
+Each run is a fresh worker subprocess (this script with ``--worker``) that starts its server,
+warms up (50 calls), then times the calls: wall clock (``time.perf_counter``) for calls/s and
+per-call latency (p50/p99), ``time.process_time`` for the client's CPU (all threads of the worker,
+never the server: it is a child process), and ``getrusage(RUSAGE_SELF).ru_maxrss`` for the
+client's peak RSS. Variants are interleaved (the order rotates each round), repeated
+``--repeat`` times, and the MEDIAN of each figure is reported, with the ratios the issue's
+targets refer to. Markdown tables go to stdout, progress to stderr.
+
+Run (from the repository root; no network needed)::
+
+    python bench/bench_http.py --calls 1000 --repeat 3
+
+Every server gets a per-run tag in its environment (``MCP_SYNC_BENCH_TAG``); at the end any
+process still carrying the tag is killed and reported, so no server outlives the script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, NamedTuple, Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER = str(ROOT / "tests" / "servers" / "sdk_server.py")
+sys.path.insert(0, str(ROOT))  # the workers measure this checkout's mcp_sync, installed or not
+TAG_VAR = "MCP_SYNC_BENCH_TAG"
+WARMUP = 50
+TOOL = "echo"
+ARGUMENTS = {"text": "hi"}
+WORKER_TIMEOUT = 900.0
+SERVER_READY_TIMEOUT = 60.0
+MODERN_VERSION = "2026-07-28"
+LEGACY_VERSION = "2025-11-25"
+
+VARIANTS = (
+    "mcp_sync",
+    "mcp_sync-legacy",
+    "mcp_sync-t8",
+    "mcp_sync-t32",
+    "mcp_sync-legacy-t8",
+    "official",
+    "official-legacy",
+    "session-post",
+    "adapter",
+    "urllib3-pool",
+    "http.client",
+    "adapter-legacy",
+)
+#: The default selection: every variant.
+DEFAULT_VARIANTS = VARIANTS
+
+# The modern envelope exactly as mcp_sync sends it (checked on the wire).
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+    "io.modelcontextprotocol/clientInfo": {"name": "mcp-sync", "version": "0.1.0"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+#: The headers mcp_sync puts on a modern tools/call POST (requests adds Content-Length, Host,
+#: Connection; its session adds User-Agent and Accept-Encoding).
+MODERN_HEADERS = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+    "MCP-Protocol-Version": MODERN_VERSION,
+    "Mcp-Method": "tools/call",
+    "Mcp-Name": TOOL,
+    "User-Agent": "mcp-sync/0.1.0",
+    "Accept-Encoding": "gzip, deflate",
+}
+
+
+class Timing(NamedTuple):
+    """What one worker run measured over its timed calls."""
+
+    wall: float  #: seconds, time.perf_counter, first call sent to last answer read
+    cpu: float  #: seconds of this client process's CPU (all its threads; not the server child)
+    latencies: list[float]  #: seconds, one per timed call
+    era: str  #: the era and protocol version actually spoken
+
+
+class Clock:
+    """Times a block: wall clock and this process's CPU time."""
+
+    def __enter__(self) -> Clock:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+
+
+# -- worker side: one server, one variant, in this (fresh) process ---------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server() -> tuple[subprocess.Popen[bytes], str]:
+    """A fresh SDK server on a free port, ready to answer; its URL."""
+    port = free_port()
+    env = {**os.environ, TAG_VAR: os.environ.get(TAG_VAR, "untagged")}
+    proc = subprocess.Popen(
+        [sys.executable, SERVER, "http", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + SERVER_READY_TIMEOUT
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with {proc.returncode}")
+        with socket.socket() as s:
+            s.settimeout(0.2)
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return proc, f"http://127.0.0.1:{port}/mcp"
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"the server did not listen within {SERVER_READY_TIMEOUT:.0f} s")
+        time.sleep(0.05)
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(5)
+    except (ProcessLookupError, PermissionError):
+        pass
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+
+
+def timed_loop(call: Callable[[], Any], calls: int) -> tuple[list[float], Any]:
+    """Make ``calls`` calls, recording each one's latency; the last answer."""
+    latencies = [0.0] * calls
+    clock = time.perf_counter
+    answer = None
+    for i in range(calls):
+        t = clock()
+        answer = call()
+        latencies[i] = clock() - t
+    return latencies, answer
+
+
+def run_mcp_sync(url: str, mode: str, calls: int, threads: int) -> Timing:
+    import mcp_sync
+
+    with mcp_sync.Client.http(url, mode=mode) as client:
+
+        def call() -> Any:
+            return client.call_tool(TOOL, ARGUMENTS)
+
+        for _ in range(WARMUP):
+            result = call()
+        assert result.text == "hi" and not result.is_error, result
+        if threads == 1:
+            with Clock() as clock:
+                latencies, result = timed_loop(call, calls)
+            assert result.text == "hi" and not result.is_error, result
+        else:
+            share = calls // threads
+            per_thread: list[list[float]] = [[] for _ in range(threads)]
+            errors: list[BaseException] = []
+            start = threading.Barrier(threads + 1)
+
+            def work(index: int) -> None:
+                try:
+                    start.wait()
+                    lat, last = timed_loop(call, share)
+                    assert last.text == "hi" and not last.is_error, last
+                    per_thread[index] = lat
+                except BaseException as exc:  # reported below; a thread must not die silently
+                    errors.append(exc)
+
+            pool = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+            for t in pool:
+                t.start()
+            with Clock() as clock:
+                start.wait()
+                for t in pool:
+                    t.join()
+            if errors:
+                raise errors[0]
+            latencies = [x for lat in per_thread for x in lat]
+        return Timing(clock.wall, clock.cpu, latencies, f"{client.era} {client.protocol_version}")
+
+
+def run_official(url: str, mode: str, calls: int) -> Timing:
+    import asyncio
+
+    from mcp import Client
+    from mcp_types import TextContent
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    async def main() -> Timing:
+        async with Client(url, mode=mode) as client:
+            for _ in range(WARMUP):
+                result = await client.call_tool(TOOL, ARGUMENTS)
+            content = result.content[0]
+            assert isinstance(content, TextContent) and content.text == "hi" and not result.is_error, result
+            latencies = [0.0] * calls
+            clock_now = time.perf_counter
+            with Clock() as clock:
+                for i in range(calls):
+                    t = clock_now()
+                    result = await client.call_tool(TOOL, ARGUMENTS)
+                    latencies[i] = clock_now() - t
+            assert not result.is_error, result
+            version = client.protocol_version
+            era = "modern" if version in MODERN_PROTOCOL_VERSIONS else "legacy"
+            return Timing(clock.wall, clock.cpu, latencies, f"{era} {version}")
+
+    return asyncio.run(main())
+
+
+def modern_body_parts() -> tuple[bytes, bytes]:
+    """The modern tools/call body around its id, byte-for-byte as mcp_sync encodes it."""
+    params = {"name": TOOL, "arguments": ARGUMENTS, "_meta": MODERN_META}
+    head = b'{"jsonrpc":"2.0","id":'
+    tail = b',"method":"tools/call","params":' + json.dumps(params, separators=(",", ":")).encode() + b"}"
+    return head, tail
+
+
+def environment_settings(session: Any, url: str) -> dict[str, Any]:
+    """What ``Session.request`` would pass to the adapter (proxies, verify, cert from the
+    environment), worked out once: the floor does what a correct requests client must, once."""
+    settings = session.merge_environment_settings(url, {}, True, None, None)
+    return {key: settings[key] for key in ("proxies", "verify", "cert")}
+
+
+def check_answer(answer: Any, request_id: int) -> None:
+    if not (isinstance(answer, dict) and answer.get("id") == request_id and "result" in answer):
+        raise RuntimeError(f"unexpected answer: {answer!r:.300}")
+
+
+def run_floor(url: str, kind: str, calls: int) -> Timing:
+    """The floors: the same modern POST, with less and less machinery around it."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    import requests
+
+    head, tail = modern_body_parts()
+    next_id = iter(range(1, 1 << 62))
+    parts = urlsplit(url)
+    call: Callable[[], Any]
+    session = requests.Session()
+    session.headers.update({"User-Agent": MODERN_HEADERS["User-Agent"], "Accept-Encoding": "gzip, deflate"})
+    conn: Optional[http.client.HTTPConnection] = None
+
+    if kind == "session-post":
+
+        def call() -> Any:
+            request_id = next(next_id)
+            response = session.post(url, data=head + str(request_id).encode() + tail, headers=MODERN_HEADERS)
+            answer = json.loads(response.content)
+            check_answer(answer, request_id)
+            return answer
+
+    elif kind == "adapter":
+        adapter = session.get_adapter(url)
+        template = session.prepare_request(requests.Request("POST", url, headers=MODERN_HEADERS, data=b"{}"))
+        settings = environment_settings(session, url)
+
+        def call() -> Any:
+            request_id = next(next_id)
+            prepared = template.copy()
+            prepared.prepare_body(head + str(request_id).encode() + tail, None)
+            response = adapter.send(prepared, timeout=(10, None), **settings)
+            answer = json.loads(response.content)
+            check_answer(answer, request_id)
+            return answer
+
+    elif kind == "urllib3-pool":
+        pool = session.get_adapter(url).poolmanager.connection_from_url(url)
+        path = parts.path
+
+        def call() -> Any:
+            request_id = next(next_id)
+            body = head + str(request_id).encode() + tail
+            response = pool.urlopen("POST", path, body=body, headers=MODERN_HEADERS, retries=False)
+            answer = json.loads(response.data)
+            check_answer(answer, request_id)
+            return answer
+
+    elif kind == "http.client":
+        conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=30)
+        path = parts.path
+
+        def call() -> Any:
+            request_id = next(next_id)
+            assert conn is not None
+            conn.request("POST", path, body=head + str(request_id).encode() + tail, headers=MODERN_HEADERS)
+            response = conn.getresponse()
+            answer = json.loads(response.read())
+            check_answer(answer, request_id)
+            return answer
+
+    else:
+        raise ValueError(kind)
+
+    try:
+        for _ in range(WARMUP):
+            call()
+        with Clock() as clock:
+            latencies, answer = timed_loop(call, calls)
+        assert answer["result"]["content"][0]["text"] == "hi", answer
+        return Timing(clock.wall, clock.cpu, latencies, f"modern {MODERN_VERSION}")
+    finally:
+        if conn is not None:
+            conn.close()
+        session.close()
+
+
+def run_adapter_legacy(url: str, calls: int) -> Timing:
+    """The ``adapter`` floor on a legacy session: SSE answers, session header, protocol version."""
+    import requests
+
+    session = requests.Session()
+    session.headers.update({"User-Agent": MODERN_HEADERS["User-Agent"], "Accept-Encoding": "gzip, deflate"})
+    base = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": LEGACY_VERSION,
+            "capabilities": {},
+            "clientInfo": MODERN_META["io.modelcontextprotocol/clientInfo"],
+        },
+    }
+    response = session.post(url, data=json.dumps(init), headers=base)
+    session_id = response.headers["Mcp-Session-Id"]
+    response.close()
+    headers = {**base, "Mcp-Session-Id": session_id, "MCP-Protocol-Version": LEGACY_VERSION}
+    session.post(url, data=b'{"jsonrpc":"2.0","method":"notifications/initialized"}', headers=headers).close()
+    adapter = session.get_adapter(url)
+    template = session.prepare_request(requests.Request("POST", url, headers=headers, data=b"{}"))
+    settings = environment_settings(session, url)
+    head = b'{"jsonrpc":"2.0","id":'
+    tail = b',"method":"tools/call","params":' + json.dumps({"name": TOOL, "arguments": ARGUMENTS}).encode() + b"}"
+    next_id = iter(range(1, 1 << 62))
+
+    def call() -> Any:
+        request_id = next(next_id)
+        prepared = template.copy()
+        prepared.prepare_body(head + str(request_id).encode() + tail, None)
+        response = adapter.send(prepared, timeout=(10, None), **settings)
+        answer = None
+        for line in response.content.splitlines():
+            if line.startswith(b"data:"):
+                answer = json.loads(line[5:])
+        check_answer(answer, request_id)
+        return answer
+
+    try:
+        for _ in range(WARMUP):
+            call()
+        with Clock() as clock:
+            latencies, answer = timed_loop(call, calls)
+        assert answer["result"]["content"][0]["text"] == "hi", answer
+        return Timing(clock.wall, clock.cpu, latencies, f"legacy {LEGACY_VERSION}")
+    finally:
+        session.delete(url, headers=headers).close()
+        session.close()
+
+
+RUNNERS: dict[str, Callable[[str, int], Timing]] = {
+    "mcp_sync": lambda url, n: run_mcp_sync(url, "auto", n, 1),
+    "mcp_sync-legacy": lambda url, n: run_mcp_sync(url, "legacy", n, 1),
+    "mcp_sync-t8": lambda url, n: run_mcp_sync(url, "auto", n, 8),
+    "mcp_sync-t32": lambda url, n: run_mcp_sync(url, "auto", n, 32),
+    "mcp_sync-legacy-t8": lambda url, n: run_mcp_sync(url, "legacy", n, 8),
+    "official": lambda url, n: run_official(url, "auto", n),
+    "official-legacy": lambda url, n: run_official(url, "legacy", n),
+    "session-post": lambda url, n: run_floor(url, "session-post", n),
+    "adapter": lambda url, n: run_floor(url, "adapter", n),
+    "urllib3-pool": lambda url, n: run_floor(url, "urllib3-pool", n),
+    "http.client": lambda url, n: run_floor(url, "http.client", n),
+    "adapter-legacy": run_adapter_legacy,
+}
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def worker(variant: str, calls: int) -> None:
+    """Run one variant against a fresh server; print one JSON line of figures."""
+    proc, url = start_server()
+    try:
+        timing = RUNNERS[variant](url, calls)
+    finally:
+        stop_server(proc)
+    rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux; excludes the server child
+    done = len(timing.latencies)
+    result = {
+        "variant": variant,
+        "calls": done,
+        "calls_per_s": done / timing.wall,
+        "cpu_us_per_call": timing.cpu / done * 1e6,
+        "p50_us": percentile(timing.latencies, 0.50) * 1e6,
+        "p99_us": percentile(timing.latencies, 0.99) * 1e6,
+        "era": timing.era,
+        "rss_kib": rss_kib,
+    }
+    print(json.dumps(result))
+
+
+# -- orchestrator side: stdlib only -----------------------------------------------------------
+
+
+def run_worker(variant: str, calls: int) -> Optional[dict[str, Any]]:
+    cmd = [sys.executable, __file__, "--worker", variant, "--calls", str(calls)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        out, err = proc.communicate(timeout=WORKER_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        print(f"  {variant}: timed out after {WORKER_TIMEOUT:.0f} s", file=sys.stderr)
+        sweep()
+        return None
+    if proc.returncode != 0 or not out.strip():
+        print(f"  {variant}: worker failed (exit {proc.returncode}):\n{err[-2000:]}", file=sys.stderr)
+        return None
+    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def tagged_pids(tag: str) -> list[int]:
+    """Processes (ours: the tag is unique to this run) whose environment carries the tag."""
+    needle = f"{TAG_VAR}={tag}".encode()
+    pids = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    if needle in f.read().split(b"\0"):
+                        pids.append(int(entry))
+            except OSError:
+                continue
+    return pids
+
+
+def sweep() -> int:
+    """Kill any process still carrying this run's tag (a server left behind); return how many."""
+    leftovers = tagged_pids(os.environ[TAG_VAR])
+    for pid in leftovers:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return len(leftovers)
+
+
+def fmt_runs(runs: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{r['calls_per_s']:,.0f}" for r in runs)
+
+
+def median_of(runs: list[dict[str, Any]], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def paired_ratio(runs: dict[str, list[dict[str, Any]]], num: str, den: str, key: str) -> Optional[float]:
+    """Median over rounds of num/den within the same round (runs close in time share the noise)."""
+    by_round = {r["round"]: r[key] for r in runs.get(den, [])}
+    ratios = [r[key] / by_round[r["round"]] for r in runs.get(num, []) if r["round"] in by_round]
+    return statistics.median(ratios) if ratios else None
+
+
+def ratio_row(
+    label: str,
+    num: str,
+    den: str,
+    key: str,
+    runs: dict[str, list[dict[str, Any]]],
+    target: Optional[tuple[str, float]],
+) -> str:
+    """One row of the ratio table; ``target`` is (">=" or "<=", bound) or None for context."""
+    wanted = "(context)" if target is None else f"{target[0]} {target[1]:.2f}"
+    if not runs.get(num) or not runs.get(den):
+        return f"| {label} | n/a | n/a | {wanted} | |"
+    value = median_of(runs[num], key) / median_of(runs[den], key)
+    paired = paired_ratio(runs, num, den, key)
+    paired_text = "n/a" if paired is None else f"{paired:.2f}"
+    verdict = ""
+    if target is not None:
+        ok = value >= target[1] if target[0] == ">=" else value <= target[1]
+        verdict = "met" if ok else "**missed**"
+    return f"| {label} | {value:.2f} | {paired_text} | {wanted} | {verdict} |"
+
+
+def report(runs: dict[str, list[dict[str, Any]]], variants: list[str]) -> None:
+    print(
+        "| variant | era spoken | median calls/s | runs (calls/s) | client CPU µs/call | p50 µs | p99 µs "
+        "| client peak RSS (MiB) |"
+    )
+    print("|---|---|---:|---|---:|---:|---:|---:|")
+    for variant in variants:
+        rs = runs[variant]
+        if not rs:
+            print(f"| {variant} | failed | | | | | | |")
+            continue
+        print(
+            f"| {variant} | {rs[0]['era']} | {median_of(rs, 'calls_per_s'):,.0f} | "
+            f"{fmt_runs(rs)} | {median_of(rs, 'cpu_us_per_call'):,.0f} | "
+            f"{median_of(rs, 'p50_us'):,.0f} | {median_of(rs, 'p99_us'):,.0f} | "
+            f"{median_of(rs, 'rss_kib') / 1024:.1f} |"
+        )
+    print("\n| ratio | of the medians | median of per-round ratios | target | verdict (of the medians) |")
+    print("|---|---:|---:|---|---|")
+    rows = [
+        ("calls/s: mcp_sync / official", "mcp_sync", "official", "calls_per_s", (">=", 1.3)),
+        (
+            "calls/s: mcp_sync-legacy / official-legacy",
+            "mcp_sync-legacy",
+            "official-legacy",
+            "calls_per_s",
+            (">=", 1.3),
+        ),
+        ("CPU/call: mcp_sync / adapter", "mcp_sync", "adapter", "cpu_us_per_call", ("<=", 1.5)),
+        ("CPU/call: mcp_sync-legacy / adapter", "mcp_sync-legacy", "adapter", "cpu_us_per_call", ("<=", 1.5)),
+        ("CPU/call: mcp_sync-legacy / adapter-legacy", "mcp_sync-legacy", "adapter-legacy", "cpu_us_per_call", None),
+        ("calls/s: mcp_sync-t8 / mcp_sync", "mcp_sync-t8", "mcp_sync", "calls_per_s", (">=", 2.0)),
+        ("calls/s: mcp_sync-t32 / mcp_sync", "mcp_sync-t32", "mcp_sync", "calls_per_s", None),
+        ("calls/s: mcp_sync-legacy-t8 / mcp_sync-legacy", "mcp_sync-legacy-t8", "mcp_sync-legacy", "calls_per_s", None),
+        ("calls/s: mcp_sync / adapter", "mcp_sync", "adapter", "calls_per_s", None),
+        ("calls/s: adapter / official (a near-zero-cost requests client)", "adapter", "official", "calls_per_s", None),
+        ("calls/s: http.client / official (the wire's ceiling)", "http.client", "official", "calls_per_s", None),
+        ("CPU/call: official / mcp_sync", "official", "mcp_sync", "cpu_us_per_call", None),
+    ]
+    for label, num, den, key, target in rows:
+        if num in runs and den in runs:
+            print(ratio_row(label, num, den, key, runs, target))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--calls", type=int, default=1000, help="timed calls per run (default 1000)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per variant (default 3)")
+    parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS), help=f"comma-separated subset of {VARIANTS}")
+    parser.add_argument("--json", metavar="PATH", help="also write the raw results as JSON")
+    parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.worker:
+        worker(args.worker, args.calls)
+        return
+
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = set(variants) - set(VARIANTS)
+    if unknown:
+        parser.error(f"unknown variants: {sorted(unknown)}")
+    os.environ[TAG_VAR] = uuid.uuid4().hex  # inherited by the workers, passed on to their servers
+
+    started = datetime.datetime.now().astimezone()
+    load_before = os.getloadavg()
+    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+    try:
+        for round_no in range(args.repeat):
+            order = variants[round_no % len(variants) :] + variants[: round_no % len(variants)]
+            for variant in order:
+                result = run_worker(variant, args.calls)
+                if result is not None:
+                    result["round"] = round_no
+                    runs[variant].append(result)
+                    print(
+                        f"  round {round_no + 1}/{args.repeat} {variant:<19} {result['calls_per_s']:7,.0f} calls/s"
+                        f"  {result['cpu_us_per_call']:6,.0f} CPU µs/call  p50 {result['p50_us']:6,.0f} µs"
+                        f"  p99 {result['p99_us']:7,.0f} µs  {result['rss_kib'] / 1024:5.1f} MiB  ({result['era']})",
+                        file=sys.stderr,
+                    )
+    finally:
+        leftovers = sweep()
+    load_after = os.getloadavg()
+
+    print(
+        f"\n{started:%Y-%m-%d %H:%M %Z}; nproc {os.cpu_count()}; Python {platform.python_version()} "
+        f"({platform.machine()}, {platform.system()} {platform.release()}); "
+        f"--calls {args.calls} --repeat {args.repeat}, warm-up {WARMUP}; "
+        f"loadavg(1m) {load_before[0]:.2f} before, {load_after[0]:.2f} after\n"
+    )
+    report(runs, variants)
+    print(f"\nServers left running at the end and killed by the sweep: {leftovers}")
+
+    if args.json:
+        payload = {
+            "started": started.isoformat(),
+            "calls": args.calls,
+            "repeat": args.repeat,
+            "runs": runs,
+            "leftovers": leftovers,
+            "loadavg": [load_before, load_after],
+            "python": platform.python_version(),
+            "nproc": os.cpu_count(),
+        }
+        Path(args.json).write_text(json.dumps(payload, indent=2))
+
+
+if __name__ == "__main__":
+    main()
