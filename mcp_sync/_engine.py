@@ -29,7 +29,7 @@ from .exceptions import (
     ServerRequestError,
     server_error_from,
 )
-from .transports.base import Transport
+from .transports.base import Transport, diagnostics_of
 
 log = logging.getLogger("mcp_sync")
 
@@ -174,9 +174,12 @@ class Engine:
             self.transport.send(message, headers=headers)
             written = True
             if not pending.outcome.wait(timeout):
+                said = diagnostics_of(self.transport)  # what the server printed instead, if anything
                 pending.outcome.settle(
                     error=RequestTimeout(
-                        f"{method}: no answer within {timeout} s", method=method, request_id=request_id
+                        f"{method}: no answer within {timeout} s" + (f"; {said}" if said else ""),
+                        method=method,
+                        request_id=request_id,
                     )
                 )
         except MCPError as exc:
