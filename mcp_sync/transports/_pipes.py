@@ -41,8 +41,9 @@ def read_lines(fd: int, wake_fd: int | None, max_line: int) -> Iterator[tuple[by
     """
     pending = bytearray()
     skipping = False
+    read = _reader(fd, wake_fd)
     while True:
-        data = _read(fd, wake_fd)
+        data = read()
         if not data:
             if pending and not skipping:
                 yield bytes(pending), False
@@ -71,28 +72,34 @@ def read_lines(fd: int, wake_fd: int | None, max_line: int) -> Iterator[tuple[by
                 skipping = True
 
 
-def _read(fd: int, wake_fd: int | None) -> bytes:
+def _reader(fd: int, wake_fd: int | None) -> Callable[[], bytes]:
+    """A function returning the next chunk from ``fd``, or b"" at end of file or on wake-up."""
     if wake_fd is None:
-        return os.read(fd, _READ_CHUNK)
-    poller = None
-    while True:
-        try:
-            return os.read(fd, _READ_CHUNK)
-        except BlockingIOError:
-            pass
-        if poller is None:
-            poller = select.poll()
-            poller.register(fd, select.POLLIN)
-            poller.register(wake_fd, select.POLLIN)
-        ready = poller.poll()
-        if any(ready_fd == wake_fd for ready_fd, _ in ready):
-            return b""
+        return lambda: os.read(fd, _READ_CHUNK)
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    poller.register(wake_fd, select.POLLIN)
+
+    def read() -> bytes:
+        while True:  # wait first: one poll and one read per arrival, no EAGAIN round trip
+            if any(ready_fd == wake_fd for ready_fd, _ in poller.poll()):
+                return b""
+            try:
+                return os.read(fd, _READ_CHUNK)
+            except BlockingIOError:
+                continue
+
+    return read
 
 
 def write_until(fd: int, data: memoryview, deadline: float, stopped: Callable[[], bool]) -> int:
     """Write ``data`` to ``fd`` until all of it is written, ``deadline`` (monotonic) passes or
     ``stopped()`` says so; return how many bytes were written. Raises OSError (EPIPE)."""
     written = 0
+    if not CAN_POLL:  # a blocking write: close() ends the process, which breaks the pipe
+        while written < len(data):
+            written += os.write(fd, data[written:])
+        return written
     poller = None
     while written < len(data) and not stopped():
         try:
