@@ -24,7 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mcp_sync
-from mcp_sync.transports.stdio import StdioTransport, default_environment, top_level_id
+from mcp_sync.transports._pipes import make_nonblocking, read_lines, top_level_id
+from mcp_sync.transports.stdio import StdioTransport, default_environment
 
 from conftest import PY, SERVERS
 
@@ -319,7 +320,7 @@ def test_oversized_line_with_top_level_id_first_fails_its_request_at_once() -> N
         assert held == ["released"]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(message=st.dictionaries(st.sampled_from(["id", "jsonrpc", "result", "a", "i\\d", "ID"]), JSON_VALUES,
                                max_size=5),
        cut=st.integers(0, 400), spaced=st.booleans())
@@ -328,9 +329,11 @@ def test_top_level_id_is_never_wrong(message: dict, cut: int, spaced: bool) -> N
     says it cannot tell (None), never an id from inside a value."""
     text = json.dumps(message, indent=1 if spaced else None).encode()
     found = top_level_id(text[:cut])
+    has_id = isinstance(message.get("id"), (int, str)) and not isinstance(message.get("id"), bool)
     if found is not None:
-        assert "id" in message and isinstance(message["id"], (int, str)) and not isinstance(message["id"], bool)
-        assert found == message["id"] and type(found) is type(message["id"])
+        assert has_id and found == message["id"] and type(found) is type(message["id"])
+    elif cut >= len(text):
+        assert not has_id, "the whole object was given and its id was not found"
 
 
 # -- #8.9: stderr is read in bounded pieces ----------------------------------------------------
@@ -448,3 +451,36 @@ def test_default_name_is_the_script_or_package() -> None:
     assert StdioTransport("python", ["-m", "my_server.main"]).name == "my_server.main"
     assert StdioTransport("/usr/local/bin/my-server", []).name == "my-server"
     assert StdioTransport("node", ["/srv/x/dist/index.js"], name="x").name == "x"
+
+
+@settings(max_examples=150, deadline=None)
+@given(lines=st.lists(st.binary(max_size=300).map(lambda b: b.replace(b"\n", b"")), max_size=20),
+       cuts=st.lists(st.integers(1, 400), min_size=1, max_size=20), final_newline=st.booleans())
+def test_line_splitting_property(lines: list[bytes], cuts: list[int], final_newline: bool) -> None:
+    """#8.9 property: however the pipe chunks the stream, read_lines gives back exactly the
+    lines written, each line over the bound once as its cut head, and nothing else."""
+    limit = 100
+    stream = b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
+    expected = [(line[:limit], len(line) > limit) for line in lines]
+    if lines and not final_newline and lines[-1] == b"":
+        expected.pop()  # an empty unterminated last line is no line at all
+    read_fd, write_fd = os.pipe()
+    wake_read, wake_write = os.pipe()
+
+    def write() -> None:
+        position, index = 0, 0
+        while position < len(stream):
+            size = cuts[index % len(cuts)]
+            os.write(write_fd, stream[position:position + size])
+            position, index = position + size, index + 1
+        os.close(write_fd)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        make_nonblocking(read_fd)
+        assert list(read_lines(read_fd, wake_read, limit)) == expected
+    finally:
+        writer.join(5)
+        for fd in (read_fd, wake_read, wake_write):
+            os.close(fd)
