@@ -213,6 +213,19 @@ def test_close_ends_the_whole_process_group(nothing_left: None) -> None:
     assert subprocess.run(["pgrep", "-g", str(child.stdout.split()[0])], capture_output=True).returncode != 0
 
 
+def test_close_returns_when_a_process_outside_the_group_holds_stdout(nothing_left: None) -> None:
+    """#8.2: a grandchild in its own session keeps the pipes open; close() still returns in
+    time and leaves no reader thread or descriptor (it cannot end what left the group)."""
+    client = hostile_with(shutdown_timeout=0.3)
+    escaped = int(client.call_tool("spawn_escaped").text)
+    try:
+        started = time.monotonic()
+        within(5, client.close)
+        assert time.monotonic() - started < 2
+    finally:
+        os.kill(escaped, signal.SIGKILL)
+
+
 # -- #8.5: the reader survives any byte sequence ---------------------------------------------
 
 NASTY_LINES = [

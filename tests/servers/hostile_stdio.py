@@ -22,6 +22,9 @@ Tools (``tools/call``; the answer's text is given below)
   ``spawn_and_exit``: starts a grandchild (``sleep``) that inherits stdout and
       stderr, answers with the grandchild's pid, then exits with code 0 while
       the grandchild keeps the pipes open.
+  ``spawn_escaped``: starts a grandchild in a session of its own (outside the
+      server's process group, so a group signal misses it) that inherits stdout
+      and stderr; answers with its pid and keeps serving.
   ``hold``: no answer until ``release`` is called; remembers its request id.
   ``release``: answers the held request with "released", then answers "ok".
   ``big_nested`` {bytes, id_first}: answers with a line of about ``bytes``
@@ -73,6 +76,9 @@ def call_tool(request_id: object, name: str, args: dict) -> None:
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         text(request_id, str(child.pid))
         os._exit(0)
+    elif name == "spawn_escaped":
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+        text(request_id, str(child.pid))
     elif name == "hold":
         held.append(request_id)
     elif name == "release":
