@@ -355,8 +355,11 @@ class StdioTransport:
             join_quietly(thread, self.shutdown_timeout)
         if process is not None:
             for pipe, reader in ((process.stdout, self._threads[:1]), (process.stderr, self._threads[1:2])):
-                if pipe is None or any(thread.is_alive() for thread in reader):
-                    continue  # never close a descriptor a thread may still read
+                if pipe is None:
+                    continue
+                if any(thread.is_alive() for thread in reader):  # never close a pipe a thread may still read
+                    log.warning("mcp_sync: a reader of %s did not stop; its pipe is left open", self.name)
+                    continue
                 try:
                     pipe.close()
                 except OSError:
