@@ -29,6 +29,8 @@ from ._client import USE_CLIENT_DEFAULT, Client, ClientState
 from ._connect import connect
 from ._handlers import apply_defaults
 from ._lifecycle import LEGACY_VERSIONS, MODERN_VERSIONS
+from ._llm_formats import to_anthropic_tools, to_gemini_tools, to_openai_tools
+from ._schemas import InvalidArguments
 from ._subscriptions import Subscription
 from ._tasks import Task
 from ._version import __version__
@@ -39,7 +41,9 @@ from .exceptions import (
     CapabilityError,
     ClientStateError,
     ConnectionClosed,
+    HandlerError,
     InputRequiredError,
+    InsufficientScopeError,
     MCPError,
     PaginationLimitError,
     ProtocolError,
@@ -50,6 +54,7 @@ from .exceptions import (
     SessionExpiredError,
     ToolError,
     UnsupportedProtocolVersionError,
+    UrlElicitationRequiredError,
 )
 from .models import (
     AudioContent,
@@ -76,7 +81,9 @@ from .models import (
 )
 
 if TYPE_CHECKING:
-    from .auth import OAuth
+    from ._config import ConfigError, load_config
+    from ._group import AmbiguousToolError, ClientGroup, ToolNotFound
+    from .auth import FileTokenStore, OAuth, browser_authorize
 
 logging.getLogger("mcp_sync").addHandler(logging.NullHandler())
 
@@ -84,6 +91,7 @@ __all__ = [
     "LEGACY_VERSIONS",
     "MODERN_VERSIONS",
     "USE_CLIENT_DEFAULT",
+    "AmbiguousToolError",
     "AudioContent",
     "AuthorizationError",
     "BlobResourceContents",
@@ -92,17 +100,23 @@ __all__ = [
     "Cancelled",
     "CapabilityError",
     "Client",
+    "ClientGroup",
     "ClientState",
     "ClientStateError",
     "Completion",
+    "ConfigError",
     "ConnectionClosed",
     "ContentBlock",
     "DiscoverResult",
     "EmbeddedResource",
+    "FileTokenStore",
     "GetPromptResult",
+    "HandlerError",
     "ImageContent",
     "InitializeResult",
     "InputRequiredError",
+    "InsufficientScopeError",
+    "InvalidArguments",
     "MCPError",
     "OAuth",
     "Page",
@@ -126,18 +140,39 @@ __all__ = [
     "TextResourceContents",
     "Tool",
     "ToolError",
+    "ToolNotFound",
     "UnsupportedProtocolVersionError",
+    "UrlElicitationRequiredError",
     "__version__",
     "apply_defaults",
+    "browser_authorize",
     "connect",
+    "load_config",
+    "to_anthropic_tools",
+    "to_gemini_tools",
+    "to_openai_tools",
 ]
 
 
-def __getattr__(name: str) -> object:
-    # OAuth loads on first use (hashlib, secrets and the flow code are not needed by
-    # clients without it): keeps ``import mcp_sync`` light.
-    if name == "OAuth":
-        from .auth import OAuth
+# Loaded on first use, to keep ``import mcp_sync`` light: OAuth and its helpers (hashlib, secrets
+# and the flow code are not needed by clients without it), config files and ClientGroup.
+_LAZY = {
+    "OAuth": "auth",
+    "FileTokenStore": "auth",
+    "browser_authorize": "auth",
+    "ConfigError": "_config",
+    "load_config": "_config",
+    "AmbiguousToolError": "_group",
+    "ClientGroup": "_group",
+    "ToolNotFound": "_group",
+}
 
-        return OAuth
+
+def __getattr__(name: str) -> object:
+    import importlib
+
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    if name == "auth":  # ``mcp_sync.auth`` (the module) is importable as usual
+        return importlib.import_module(".auth", __name__)
     raise AttributeError(f"module 'mcp_sync' has no attribute {name!r}")

@@ -18,8 +18,9 @@ Rules (checklist 1.10):
 * C7: pages are separate entries; :meth:`ResultCache.invalidate` drops all the
   pages of one list when a cursor turns out to be invalid.
 
-Thread-safe: one lock guards the table; callers get deep copies, so a caller
-mutating ``page.raw`` never corrupts the cache.
+Thread-safe: one lock guards the table; callers get deep copies (iterative: a
+result nested thousands deep is copied like any other), so a caller mutating
+``page.raw`` never corrupts the cache.
 
 Example::
 
@@ -31,13 +32,15 @@ Example::
 
 from __future__ import annotations
 
-import copy
 import json
 import threading
 import time
 from typing import Any, Callable, Hashable, Mapping
 
 import attrs
+
+from ._values import copy_json
+from .models import ttl_ms
 
 #: C1: the methods whose results may be cached.
 CACHEABLE_METHODS = frozenset(
@@ -82,11 +85,9 @@ def params_key(params: Mapping[str, Any] | None) -> str:
 
 
 def freshness_ms(result: Mapping[str, Any]) -> int:
-    """The result's usable ``ttlMs``: 0 when absent, negative or not an integer (C3)."""
-    ttl = result.get("ttlMs")
-    if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0:
-        return 0
-    return ttl
+    """The result's usable ``ttlMs``: 0 when absent, negative or not an integer (C3);
+    clamped to one day (a server's 10**400 must not overflow the clock)."""
+    return ttl_ms(result.get("ttlMs")) or 0
 
 
 @attrs.define
@@ -137,7 +138,7 @@ class ResultCache:
                 if entry is None:
                     continue
                 if now < entry.expires:  # C3: fresh while now < received + ttl
-                    return copy.deepcopy(entry.result)
+                    return copy_json(entry.result)  # type: ignore[no-any-return]
                 del self._entries[(method, key, scope)]  # stale: the next fetch replaces it
         return None
 
@@ -166,7 +167,7 @@ class ResultCache:
         entry = _Entry(
             method=method,
             params={k: v for k, v in (params or {}).items() if k != "_meta"},
-            result=copy.deepcopy(dict(result)),
+            result=copy_json(dict(result)),
             expires=self._clock() + ttl / 1000.0,
         )
         with self._lock:

@@ -1,28 +1,107 @@
-"""``mcp_sync.connect(target)``: one call from a URL, a command or a config entry."""
+"""``mcp_sync.connect(target)``: one call from a URL, a command, a script or a config entry."""
 
 from __future__ import annotations
 
+import os
 import shlex
-from typing import Any, Mapping, Sequence, Union
+import sys
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 from ._client import Client
 
+if TYPE_CHECKING:
+    from ._handlers import Roots
+
 Target = Union[str, Sequence[str], Mapping[str, Any]]
 
+#: remote-entry keys handed to Client.http / Client.sse as keyword options
+HTTP_OPTIONS = ("auth", "session", "verify", "cert", "proxies", "connect_timeout", "max_retries")
+_SCRIPT_RUNNERS = {".py": "python", ".js": "node", ".mjs": "node", ".cjs": "node"}
 
-def connect(target: Target, **options: Any) -> Client:
+
+class _NotGiven:
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+#: The default of the options of :func:`connect` and ``ClientGroup``: an option left out keeps
+#: the config entry's value, else the constructor's default (they differ: ``Client.sse`` is legacy).
+#: Typed ``Any`` so that each option keeps its own type in the signature.
+NOT_GIVEN: Any = _NotGiven()
+
+
+def given_options(parameters: Mapping[str, Any], *skip: str) -> dict[str, Any]:
+    """The options a caller passed: ``parameters`` (a function's ``locals()`` on entry) without
+    those left at :data:`NOT_GIVEN` and the ``skip`` names."""
+    return {key: value for key, value in parameters.items() if value is not NOT_GIVEN and key not in skip}
+
+
+# connect() and ClientGroup take the same options: the Client options plus those of
+# Client.stdio and Client.http (a typed API, #9.18: a misspelt option is a TypeError at once
+# and a mypy error). tests/test_typed_api.py checks they stay the constructors' keyword set.
+def connect(
+    target: Target,
+    *,
+    env: Mapping[str, str] | None = NOT_GIVEN,
+    cwd: str | os.PathLike[str] | None = NOT_GIVEN,
+    inherit_env: bool = NOT_GIVEN,
+    stderr: Any = NOT_GIVEN,
+    headers: Mapping[str, str] | None = NOT_GIVEN,
+    auth: Any = NOT_GIVEN,
+    session: Any = NOT_GIVEN,
+    verify: bool | str | None = NOT_GIVEN,
+    cert: str | tuple[str, str] | None = NOT_GIVEN,
+    proxies: Mapping[str, str] | None = NOT_GIVEN,
+    connect_timeout: float = NOT_GIVEN,
+    max_retries: int = NOT_GIVEN,
+    name: str | None = NOT_GIVEN,
+    client_info: Mapping[str, Any] | None = NOT_GIVEN,
+    mode: str = NOT_GIVEN,
+    protocol_version: str | None = NOT_GIVEN,
+    timeout: float | None = NOT_GIVEN,
+    probe_timeout: float | None = NOT_GIVEN,
+    max_message_bytes: int = NOT_GIVEN,
+    max_pages: int = NOT_GIVEN,
+    input_required_max_rounds: int = NOT_GIVEN,
+    on_elicitation: Callable[[dict[str, Any]], dict[str, Any]] | None = NOT_GIVEN,
+    on_sampling: Callable[[dict[str, Any]], dict[str, Any]] | None = NOT_GIVEN,
+    on_roots: Roots | None = NOT_GIVEN,
+    on_notification: Callable[[str, dict[str, Any]], None] | None = NOT_GIVEN,
+    log_level: str | None = NOT_GIVEN,
+    extensions: Mapping[str, Any] | None = NOT_GIVEN,
+    cache: bool = NOT_GIVEN,
+    sampling_tools: bool = NOT_GIVEN,
+    host_tasks: bool = NOT_GIVEN,
+    restart: bool = NOT_GIVEN,
+    url_elicitation: bool = NOT_GIVEN,
+    validate_output: str | bool = NOT_GIVEN,
+    validate_input: bool = NOT_GIVEN,
+) -> Client:
     """Open a client for ``target`` and connect it.
 
     ``target`` is an ``http(s)://`` URL (Streamable HTTP), a command line as a
     string or list (stdio), or a dict shaped like one entry of an
     ``"mcpServers"`` config: ``{"command": ..., "args": [...], "env": {...}}``
-    or ``{"url": ..., "headers": {...}, "type": "sse"}``.
+    or ``{"url": ..., "headers": {...}, "type": "sse"}`` (``type`` or
+    ``transport``: ``stdio``, ``http``, ``streamable-http``, ``sse``; a remote
+    entry may also carry the HTTP options ``verify``, ``cert``, ``proxies``,
+    ``connect_timeout``, ``max_retries``). A whole config file (its path, or
+    its dict) with a single server connects to that server. When the command
+    is an existing ``.py`` file it runs with this interpreter;
+    ``.js``/``.mjs``/``.cjs`` files run with ``node``.
+
+    The options are those of :meth:`Client.stdio` (``env``, ``cwd``,
+    ``inherit_env``, ``stderr``) or :meth:`Client.http` (``headers``, ``auth``
+    and the HTTP options), as the target's transport takes them, and the
+    :class:`Client` options. An option left out keeps the entry's value (``env``
+    and ``headers`` are merged into the entry's), else the constructor's default.
 
     Example::
 
-        with mcp_sync.connect("python server.py") as client:
+        with mcp_sync.connect("server.py", timeout=30) as client:
             print([t.name for t in client.tools()])
     """
+    options = given_options(locals(), "target")  # first: locals() holds only the parameters here
     client = _client_for(target, **options)
     try:
         client.connect()
@@ -32,23 +111,69 @@ def connect(target: Target, **options: Any) -> Client:
     return client
 
 
+def script_command(command: str, args: Sequence[str], cwd: str | None = None) -> tuple[str, list[str]]:
+    """``(command, args)`` to run: a ``.py``/``.js``/``.mjs``/``.cjs`` file that exists (in
+    ``cwd`` when relative) is run by this interpreter / ``node``; anything else is left as it is."""
+    runner = _SCRIPT_RUNNERS.get(os.path.splitext(command)[1].lower())
+    if runner is None or not os.path.isfile(os.path.join(cwd or "", command)):
+        return command, list(args)
+    return (sys.executable if runner == "python" else runner), [command, *args]
+
+
 def _client_for(target: Target, **options: Any) -> Client:
+    """An unconnected :class:`Client` for ``target`` (what :func:`connect` connects; ClientGroup
+    builds its clients with it too)."""
     if isinstance(target, str):
         if target.startswith(("http://", "https://")):
             return Client.http(target, **options)
+        if target.lower().endswith((".json", ".jsonc")) and os.path.isfile(target):
+            return _client_for_entry(_only_server(target), **options)
         target = shlex.split(target)
     if isinstance(target, Mapping):
-        entry = dict(target)
-        if "url" in entry:
-            kind = str(entry.get("type", entry.get("transport", "http"))).lower()
-            factory = Client.sse if kind == "sse" else Client.http
-            return factory(entry["url"], headers=entry.get("headers"), **options)
-        if "command" not in entry:
-            raise ValueError("a server config entry needs 'command' or 'url'")
-        return Client.stdio(
-            entry["command"], list(entry.get("args") or []), env=entry.get("env"), cwd=entry.get("cwd"), **options
-        )
+        if is_whole_config(target):
+            return _client_for_entry(_only_server(target), **options)
+        return _client_for_entry(target, **options)
     parts = list(target)
     if not parts:
         raise ValueError("empty command")
-    return Client.stdio(parts[0], parts[1:], **options)
+    command, args = script_command(parts[0], parts[1:])
+    return Client.stdio(command, args, **options)
+
+
+def is_whole_config(target: Mapping[str, Any]) -> bool:
+    """A whole config file's dict (``{"mcpServers": ...}`` and the like), not one server's entry."""
+    return "command" not in target and "url" not in target and any(
+        isinstance(target.get(key), Mapping) for key in ("mcpServers", "servers", "mcp"))
+
+
+def _only_server(config: Any) -> Mapping[str, Any]:
+    """The one server of a config file (or its dict); several need a ClientGroup."""
+    from ._config import load_config
+
+    servers = load_config(config)
+    if len(servers) != 1:
+        raise ValueError(
+            f"the config has {len(servers)} servers ({', '.join(servers) or 'none'}); connect() opens one:"
+            " use mcp_sync.ClientGroup(config) for all of them, or connect(load_config(config)[name])"
+        )
+    return next(iter(servers.values()))
+
+
+def _client_for_entry(entry: Mapping[str, Any], **options: Any) -> Client:
+    from ._config import TRANSPORT_KINDS
+
+    kind_name = entry.get("type", entry.get("transport"))
+    kind = TRANSPORT_KINDS.get(str(kind_name).lower()) if kind_name is not None else None
+    if kind_name is not None and kind is None:
+        raise ValueError(f"unknown transport {kind_name!r} in a server entry; one of {sorted(TRANSPORT_KINDS)}")
+    if "url" in entry and kind != "stdio":
+        http_options = {key: entry[key] for key in HTTP_OPTIONS if key in entry}
+        headers = {**(entry.get("headers") or {}), **(options.pop("headers", None) or {})} or None
+        factory = Client.sse if kind == "sse" else Client.http
+        return factory(entry["url"], headers=headers, **{**http_options, **options})
+    if "command" not in entry:
+        raise ValueError("a server config entry needs 'command' or 'url'")
+    env = {**(entry.get("env") or {}), **(options.pop("env", None) or {})} or None
+    cwd = options.pop("cwd", entry.get("cwd"))
+    command, args = script_command(entry["command"], entry.get("args") or [], cwd)
+    return Client.stdio(command, args, env=env, cwd=cwd, **options)

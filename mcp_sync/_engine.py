@@ -6,15 +6,30 @@ the application threads waiting for them. It is the transport's
 calls :meth:`Engine.message`, which does no user work: it settles futures,
 answers ``ping`` and queues everything else (notifications, progress, server
 requests) for the dispatch thread or a handler thread.
+
+Routing is total: whatever JSON value (or any other object) a transport hands
+to :meth:`Engine.message`, :meth:`Engine.fail` or :meth:`Engine.closed`, no
+exception comes out. A malformed message is logged and skipped; one that names
+a waiting request (by its id) fails that request with ProtocolError, and no other.
+
+Closing (:meth:`Engine.close`) releases every waiting request with
+ConnectionClosed at once, before the transport is shut down. A server-request
+handler still running in user code cannot be stopped: close waits a second for
+the handlers, then returns; such a handler runs to its end on its own daemon
+thread and its answer is dropped.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import math
+import reprlib
 import threading
+import time
 from typing import Any, Callable, Mapping
 
+from ._ids import normalize_id
 from ._threads import Dispatcher, Outcome, Workers
 from .cancellation import CancellationToken
 from .exceptions import (
@@ -29,7 +44,7 @@ from .exceptions import (
     ServerRequestError,
     server_error_from,
 )
-from .transports.base import Transport, diagnostics_of
+from .transports.base import Transport
 
 log = logging.getLogger("mcp_sync")
 
@@ -40,15 +55,93 @@ SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 #: ServerRequestError to answer with an error. Runs on a handler thread.
 ServerRequestHandler = Callable[[str, dict], dict]
 
+_INVALID_REQUEST = -32600  # JSON-RPC: the request object is not valid (here: its id)
+
+#: Server-to-client requests answered at once, each on its own thread; more are refused with an error.
+MAX_CONCURRENT_HANDLERS = 64
+
+#: Timeouts above this many seconds (and ``inf``) mean "wait for ever": the OS
+#: wait primitives overflow on huge values.
+_FOREVER_S = 1e6
+#: Waits are cut into slices this long so an interrupt (Ctrl-C) is seen promptly everywhere.
+_WAIT_SLICE_S = 0.5
+
+_preview = reprlib.Repr()
+_preview.maxstring = _preview.maxother = 200
+_preview.maxlevel = 4
+
+
+def preview(value: Any) -> str:
+    """A short repr for logs and messages; safe on values nested arbitrarily deep."""
+    try:
+        return _preview.repr(value)
+    except Exception:  # a hostile __repr__ (not JSON-born) must not break routing
+        return f"<{type(value).__name__}>"
+
+
+def non_finite_path(value: Any, root: str = "params") -> str | None:
+    """Where ``value`` holds NaN or an infinity, as ``"params.arguments.x (NaN)"``; None if nowhere.
+
+    JSON has no such numbers; the engine refuses to send them rather than write
+    invalid JSON. Iterative, so deep nesting is no problem.
+
+    Example: ``non_finite_path({"x": [1.0, float("inf")]}) == "params.x[1] (inf)"``
+    """
+    if not _holds_non_finite(value):  # the common case, kept cheap: no paths built
+        return None
+    stack: list[tuple[str, Any]] = [(root, value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return f"{path} ({'NaN' if math.isnan(item) else item})"
+        elif isinstance(item, dict):
+            stack.extend((f"{path}.{key}", child) for key, child in item.items())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((f"{path}[{index}]", child) for index, child in enumerate(item))
+    return None
+
+
+def _holds_non_finite(value: Any) -> bool:
+    containers: list[Any] = [value]
+    isfinite = math.isfinite
+    while containers:
+        item = containers.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, (list, tuple)) else (item,)
+        for child in children:
+            kind = type(child)
+            if kind is str or kind is int or kind is bool or child is None:
+                continue
+            if isinstance(child, float):
+                if not isfinite(child):
+                    return True
+            elif isinstance(child, (dict, list, tuple)):
+                containers.append(child)
+    return False
+
+
+def _seconds(value: Any, name: str) -> float | None:
+    """``value`` as a wait in seconds: None (or huge, or inf) means for ever."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds or None, not {type(value).__name__}")
+    if math.isnan(value):
+        raise ValueError(f"{name} must be a number of seconds or None, not NaN")
+    return None if value > _FOREVER_S else float(value)
+
 
 class _Pending:
-    __slots__ = ("method", "ordered", "outcome", "progress")
+    __slots__ = ("last_progress", "method", "ordered", "outcome", "progress", "progress_args", "progress_queued")
 
     def __init__(self, method: str, progress: ProgressCallback | None, ordered: bool) -> None:
         self.outcome = Outcome()
         self.method = method
         self.progress = progress
         self.ordered = ordered
+        self.last_progress: float | None = None  # monotonic time of the last progress notification
+        self.progress_args: tuple[Any, Any, Any] | None = None  # latest, not yet delivered
+        self.progress_queued = False  # a delivery of progress_args is queued on the dispatcher
 
 
 class Engine:
@@ -75,13 +168,13 @@ class Engine:
         self.on_notification = on_notification
         self.on_server_request = on_server_request
         #: Runs on the reader thread before a notification is queued: must be quick
-        #: and run no user code (the client invalidates its cache here, C6).
+        #: and run no user code (the client invalidates its cache here). (C6)
         self.before_notification = before_notification
         #: Runs on the dispatch thread once the connection has ended, after every
         #: notification queued before the end (subscriptions end their iteration here).
         self.on_closed = on_closed
         #: Runs on the dispatch thread when the transport replaced an expired legacy
-        #: HTTP session by itself (LG3): session state (subscriptions, log level) is gone.
+        #: HTTP session by itself: session state (subscriptions, log level) is gone. (LG3)
         self.on_session_renewed = on_session_renewed
         self.dispatcher = dispatcher or Dispatcher(self.name)
         self._ids = itertools.count(1)
@@ -91,6 +184,7 @@ class Engine:
         self._streams: dict[Any, NotificationCallback] = {}
         self._handlers = Workers(self.name)  # server requests answered by user handlers
         self._closed_error: ConnectionClosed | None = None
+        self._closed_by_client = False  # close() was called: no server diagnostics in the errors
         self._started = False
 
     # -- lifecycle -----------------------------------------------------------------
@@ -110,11 +204,19 @@ class Engine:
         self._started = True
 
     def close(self, reason: str = "the client was closed") -> None:
-        """Close the transport and fail every waiting request. Idempotent."""
+        """Fail every waiting request with ConnectionClosed at once, then shut the transport down.
+
+        Idempotent. Returns within the transport's shutdown bound plus one second
+        for server-request handlers; a handler still running in user code after
+        that runs to its end on its daemon thread, and its answer is dropped.
+        """
+        self._closed_by_client = True
+        self.closed(ConnectionClosed(reason))  # (9.7) waiters first: they must not wait on the shutdown
         try:
             self.transport.close()
+        except Exception:
+            log.exception("mcp_sync: closing the %s transport failed", self.name)
         finally:
-            self.closed(ConnectionClosed(reason))
             self._handlers.close(1.0)
 
     # -- outgoing --------------------------------------------------------------------
@@ -130,32 +232,57 @@ class Engine:
         headers: Mapping[str, str] | None = None,
         cancel_on_timeout: bool = True,
         on_stream: NotificationCallback | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+        on_request_id: Callable[[Any], None] | None = None,
     ) -> dict[str, Any]:
         """Send a request and block for its result (a dict).
 
         Raises ServerError for a JSON-RPC error answer, RequestTimeout,
-        Cancelled, ConnectionClosed or ProtocolError. A request that timed out
-        or was cancelled after it was written is cancelled on the wire (K1),
-        once; a late answer to it is ignored (K3). ``on_stream(method, params)``
+        Cancelled, ConnectionClosed or ProtocolError; ValueError before anything
+        is sent when ``params`` hold NaN or an infinity (JSON has neither). A
+        request that timed out or was cancelled after it was written is
+        cancelled on the wire, once; a late answer to it is ignored. So is a
+        request whose waiting thread is interrupted (``KeyboardInterrupt`` or any
+        other exception raised in it while it waits): the interrupt then propagates.
+
+        ``timeout`` is in seconds; None, ``inf`` or anything above a million
+        seconds waits for ever. With ``reset_timeout_on_progress`` each progress
+        notification for this request restarts the timeout; ``max_total_timeout``
+        bounds the whole wait whatever arrives. ``on_stream(method, params)``
         receives, on the dispatch thread, the notifications whose
         ``_meta["io.modelcontextprotocol/subscriptionId"]`` is this request's id
-        while it is open (T3, U3: ``subscriptions/listen``).
+        while it is open (``subscriptions/listen``).
         """
+        # (K1, K3, T3, U3, 9.1, 9.19, 8.7)
+        limit = _seconds(timeout, "timeout")
+        total_limit = _seconds(max_total_timeout, "max_total_timeout")
         if cancel is not None and cancel.cancelled:
-            raise Cancelled(f"{method} cancelled before it was sent", reason=cancel.reason, method=method)
+            raise Cancelled(
+                _cancelled_text(f"{method} cancelled before it was sent", cancel.reason),
+                reason=cancel.reason,
+                method=method,
+            )
         self._check_open(method)
-        request_id = next(self._ids)
         params = dict(params) if params else {}
+        bad = non_finite_path(params)
+        if bad is not None:  # (9.4) never write invalid JSON; say where the value is
+            raise ValueError(f"{method}: {bad} is not a finite number, which JSON cannot represent")
+        request_id = next(self._ids)
+        if on_request_id is not None:  # the caller's errors name the request (ToolError, ResourceNotFound)
+            on_request_id(request_id)
         # Callbacks must all run before the call returns: route the answer through
         # the dispatch queue too, except when the caller *is* the dispatch thread.
         pending = _Pending(method, progress, ordered=progress is not None and not self.dispatcher.on_thread())
-        if progress is not None:
-            token = f"mcp_sync-{request_id}"
-            params["_meta"] = {**params.get("_meta", {}), "progressToken": token}
+        wants_progress = progress is not None or reset_timeout_on_progress
+        token = f"mcp_sync-{request_id}"
+        if wants_progress:
+            meta = params.get("_meta")
+            params["_meta"] = {**(meta if isinstance(meta, dict) else {}), "progressToken": token}
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         with self._lock:
             self._pending[request_id] = pending
-            if progress is not None:
+            if wants_progress:
                 self._progress[token] = pending
             if on_stream is not None:
                 self._streams[request_id] = on_stream
@@ -163,33 +290,48 @@ class Engine:
         if cancel is not None:
 
             def on_cancel(reason: str | None) -> None:  # runs on the cancelling thread
-                error = Cancelled(f"{method} was cancelled", reason=reason, method=method, request_id=request_id)
+                error = Cancelled(
+                    _cancelled_text(f"{method} was cancelled", reason),
+                    reason=reason,
+                    method=method,
+                    request_id=request_id,
+                )
                 pending.outcome.settle(error=error)
 
             remove_callback = cancel.add_callback(on_cancel)
-        written = False
+        sending = written = False
         try:
             if self._closed_error is not None:  # closed between the check and registration
                 raise self._closed_copy(method, request_id)
+            sending = True
+            sent_at = time.monotonic()  # the deadline covers the write too (8.1)
             self.transport.send(message, headers=headers)
             written = True
-            if not pending.outcome.wait(timeout):
-                said = diagnostics_of(self.transport)  # what the server printed instead, if anything
-                pending.outcome.settle(
-                    error=RequestTimeout(
-                        f"{method}: no answer within {timeout} s" + (f"; {said}" if said else ""),
-                        method=method,
-                        request_id=request_id,
-                    )
-                )
-        except MCPError as exc:
+            expired = self._wait(pending, sent_at, limit, total_limit, reset_timeout_on_progress)
+            if expired is not None:
+                timed_out = RequestTimeout(f"{method}: {expired}", method=method, request_id=request_id)
+                pending.outcome.settle(error=timed_out)
+        except MCPError as exc:  # from the transport: make it name this request, like every error
+            exc.method = exc.method or method
+            if exc.request_id is None:
+                exc.request_id = request_id
             pending.outcome.settle(error=exc)
+        except BaseException as exc:
+            # Interrupted while sending or waiting (Ctrl-C, an async exception), or a
+            # transport that could not encode the message. An interrupted request is
+            # abandoned exactly like a cancelled one, then the interrupt propagates.
+            abandoned = pending.outcome.settle(
+                error=Cancelled(f"{method} was interrupted", reason=type(exc).__name__, method=method)
+            )
+            if abandoned and (written or (sending and not isinstance(exc, Exception))):
+                self._cancel_on_wire(request_id, f"interrupted ({type(exc).__name__})")
+            raise
         finally:
             if remove_callback is not None:
                 remove_callback()
             with self._lock:
                 self._pending.pop(request_id, None)
-                if progress is not None:
+                if wants_progress:
                     self._progress.pop(token, None)
                 self._streams.pop(request_id, None)
         try:
@@ -198,13 +340,67 @@ class Engine:
             if written and (cancel_on_timeout or isinstance(exc, Cancelled)):
                 reason = exc.reason if isinstance(exc, Cancelled) else "timeout"
                 self._cancel_on_wire(request_id, reason)
+            if isinstance(exc, RequestTimeout):
+                self._explain(exc)
+            raise
+        except ConnectionClosed as exc:
+            self._explain(exc)
             raise
 
+    def _wait(
+        self, pending: _Pending, start: float, limit: float | None, total_limit: float | None, reset_on_progress: bool
+    ) -> str | None:
+        """Wait for ``pending`` (sent at ``start``); None once settled, else why the wait ended.
+
+        Waits in short slices: an interrupt is seen promptly on every platform and
+        no OS wait is ever given a huge value.
+        """
+        hard_end = start + total_limit if total_limit is not None else math.inf
+        outcome = pending.outcome
+        while True:
+            last = pending.last_progress if reset_on_progress else None
+            if limit is None:
+                end = math.inf
+            else:
+                end = (last if last is not None else start) + limit
+            remaining = min(end, hard_end) - time.monotonic()
+            if remaining <= 0:
+                if hard_end <= end:
+                    return f"no answer within max_total_timeout={total_limit} s"
+                if last is not None:
+                    return f"no answer within {limit} s of the last progress notification"
+                return f"no answer within {limit} s"
+            if outcome.wait(min(remaining, _WAIT_SLICE_S)):
+                return None
+
+    def _explain(self, error: MCPError) -> None:
+        """Append what the transport knows (skipped lines, last stderr lines) to ``error``. (9.12)"""
+        if self._closed_by_client and isinstance(error, ConnectionClosed):
+            return
+        diagnostics = getattr(self.transport, "diagnostics", None)
+        if not callable(diagnostics):
+            return
+        try:
+            text = diagnostics()
+        except Exception:
+            log.debug("mcp_sync: the %s transport's diagnostics() failed", self.name, exc_info=True)
+            return
+        text = text.strip() if isinstance(text, str) else ""
+        if text and text not in error.message:
+            error.message = f"{error.message}\n{text}"
+            error.args = (error.message, *error.args[1:])
+
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        """Send a notification (no answer expected)."""
+        """Send a notification (no answer expected).
+
+        Raises ValueError before sending when ``params`` hold NaN or an infinity.
+        """
         self._check_open(method)
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
+            bad = non_finite_path(params)
+            if bad is not None:
+                raise ValueError(f"{method}: {bad} is not a finite number, which JSON cannot represent")
             message["params"] = params
         self.transport.send(message)
 
@@ -230,24 +426,30 @@ class Engine:
     def _closed_copy(self, method: str, request_id: Any) -> ConnectionClosed:
         error = self._closed_error
         assert error is not None
-        return type(error)(
-            error.message,
-            exit_code=error.exit_code,
-            stderr_tail=error.stderr_tail,
-            method=method,
-            request_id=request_id,
-        )
+        return _copy_closed(error, method, request_id)
 
     # -- incoming (transport threads) ----------------------------------------------
 
     def message(self, message: Any) -> None:
-        """Route one message from the server. Never raises, never runs user code."""
-        if isinstance(message, list):  # a 2025-03-26 batch
-            for item in message:
-                self.message(item)
-            return
+        """Route one message from the server. Never raises, never runs user code.
+
+        Any value is accepted: a dict, a list (a 2025-03-26 batch), or anything
+        else (skipped with a warning).
+        """
+        try:
+            if isinstance(message, list):  # a batch: one level only, never recursion
+                for item in message:
+                    self._route(item)
+            else:
+                self._route(message)
+        except Exception:  # a bug here must cost one message, never the reader thread (8.5)
+            log.exception("mcp_sync: routing a message from %s failed (skipped)", self.name)
+
+    def _route(self, message: Any) -> None:
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            log.warning("mcp_sync: %s sent a message that is not JSON-RPC 2.0 (skipped): %.200r", self.name, message)
+            log.warning(
+                "mcp_sync: %s sent a message that is not JSON-RPC 2.0 (skipped): %s", self.name, preview(message)
+            )
             return
         method = message.get("method")
         if isinstance(method, str):
@@ -258,84 +460,100 @@ class Engine:
         elif "id" in message and ("result" in message or "error" in message):
             self._response(message)
         else:
-            log.warning("mcp_sync: %s sent an unrecognized message (skipped): %.200r", self.name, message)
+            log.warning("mcp_sync: %s sent an unrecognized message (skipped): %s", self.name, preview(message))
 
     def stream_for(self, request_id: Any) -> NotificationCallback | None:
-        """The ``on_stream`` callback of the open request ``request_id`` (ids compare
-        type-exactly, U3), or None. Lets the reader-thread hook find a listen (U2)."""
-        if type(request_id) is not int:
+        """The ``on_stream`` callback of the open request ``request_id``, or None.
+
+        Lets the reader-thread hook find a subscription stream. Ids compare as
+        :func:`~mcp_sync._ids.normalize_id` says: ``"1"`` never matches 1.
+        """
+        key = normalize_id(request_id)
+        if type(key) is not int:
             return None
         with self._lock:
-            return self._streams.get(request_id)
+            return self._streams.get(key)
 
     def session_renewed(self) -> None:
-        """Transport thread: a new session replaced an expired one (LG3)."""
-        if self.on_session_renewed is not None:
-            self.dispatcher.submit(self.on_session_renewed)
+        """Transport thread: a new session replaced an expired one."""
+        try:
+            if self.on_session_renewed is not None:
+                self.dispatcher.submit(self.on_session_renewed)
+        except Exception:
+            log.exception("mcp_sync: session_renewed failed")
 
     def fail(self, request_id: Any, error: MCPError) -> None:
-        with self._lock:
-            pending = self._pending.get(request_id)
-        if pending is not None:
+        """Transport thread: the answer to ``request_id`` could not be read. Never raises."""
+        try:
+            key = normalize_id(request_id)
+            with self._lock:
+                pending = self._pending.get(key) if type(key) is int else None
+            if pending is None:
+                log.debug("mcp_sync: %s: failure for unknown request %s: %s", self.name, preview(request_id), error)
+                return
+            if not isinstance(error, MCPError):
+                error = ProtocolError(str(error), method=pending.method, request_id=key)
             error.method = error.method or pending.method
+            if error.request_id is None:  # the error names its request, like every other
+                error.request_id = key
             pending.outcome.settle(error=error)
+        except Exception:
+            log.exception("mcp_sync: fail(%s) failed", preview(request_id))
 
     def closed(self, error: ConnectionClosed) -> None:
-        """The connection ended: every waiting request raises ConnectionClosed now."""
+        """The connection ended: every waiting request raises ConnectionClosed now. Never raises."""
+        if not isinstance(error, ConnectionClosed):
+            error = ConnectionClosed(str(error) or "the connection closed")
         with self._lock:
             if self._closed_error is not None:
                 return
             self._closed_error = error
             pending = list(self._pending.items())
         for request_id, entry in pending:
-            entry.outcome.settle(
-                error=type(error)(
-                    error.message,
-                    exit_code=error.exit_code,
-                    stderr_tail=error.stderr_tail,
-                    method=entry.method,
-                    request_id=request_id,
-                )
-            )
+            try:
+                entry.outcome.settle(error=_copy_closed(error, entry.method, request_id))
+            except Exception:
+                log.exception("mcp_sync: releasing request %s failed", request_id)
+                entry.outcome.settle(error=ConnectionClosed(error.message, method=entry.method, request_id=request_id))
         if self.on_closed is not None:
             self.dispatcher.submit(self.on_closed, error)
 
     def _response(self, message: dict[str, Any]) -> None:
-        request_id = message["id"]
+        request_id = normalize_id(message["id"])  # (8.8) 7.0 answers request 7
         with self._lock:
-            pending = self._pending.get(request_id)
-        if pending is None or (type(request_id) is not int):
-            log.debug("mcp_sync: %s answered unknown or finished request %r (ignored)", self.name, request_id)
+            pending = self._pending.get(request_id) if type(request_id) is int else None
+        if pending is None:
+            log.debug(
+                "mcp_sync: %s answered unknown or finished request %s (ignored)", self.name, preview(message["id"])
+            )
             return
         value: Any = None
         error: MCPError | None = None
         if "error" in message:
-            error = server_error_from(message["error"], method=pending.method, request_id=request_id)
+            try:
+                error = server_error_from(message["error"], method=pending.method, request_id=request_id)
+            except Exception:  # e.g. an error object too deep to describe
+                error = ProtocolError(
+                    f"{pending.method}: malformed JSON-RPC error: {preview(message['error'])}",
+                    method=pending.method,
+                    request_id=request_id,
+                )
         elif isinstance(message["result"], dict):
             value = message["result"]
         else:
             error = ProtocolError(
-                f"{pending.method}: result is not an object: {message['result']!r:.200}",
+                f"{pending.method}: result is not an object: {preview(message['result'])}",
                 method=pending.method,
                 request_id=request_id,
             )
-        if pending.ordered:
-            self.dispatcher.submit(pending.outcome.settle, value, error)
-        else:
+        if not (pending.ordered and self.dispatcher.submit(pending.outcome.settle, value, error)):
             pending.outcome.settle(value, error)
 
     def _notification(self, method: str, params: Any) -> None:
         params = params if isinstance(params, dict) else {}
         if method == "notifications/progress":
-            token = params.get("progressToken")
-            with self._lock:
-                pending = self._progress.get(token) if isinstance(token, (str, int)) else None
-            if pending is not None and pending.progress is not None and not pending.outcome.done:
-                progress = params.get("progress")
-                if isinstance(progress, (int, float)):
-                    self.dispatcher.submit(pending.progress, progress, params.get("total"), params.get("message"))
-                    return
-            log.debug("mcp_sync: progress for an unknown or finished request (dropped): %.200r", params)
+            if self._progress_for_request(params):
+                return
         if self.before_notification is not None:
             try:
                 self.before_notification(method, params)
@@ -343,22 +561,66 @@ class Engine:
                 log.exception("mcp_sync: before_notification failed")
         meta = params.get("_meta")
         if isinstance(meta, dict) and SUBSCRIPTION_ID in meta:
-            subscription = meta[SUBSCRIPTION_ID]
-            with self._lock:  # U3: ids compare type-exactly, so "1" never matches 1
+            subscription = normalize_id(meta[SUBSCRIPTION_ID])
+            with self._lock:  # ids compare type-exactly, so "1" never matches 1 (U3)
                 stream = self._streams.get(subscription) if type(subscription) is int else None
             if stream is not None:
-                self.dispatcher.submit(stream, method, params)
+                self.dispatcher.offer(stream, method, params)
         if self.on_notification is not None:
-            self.dispatcher.submit(self.on_notification, method, params)
+            self.dispatcher.offer(self.on_notification, method, params)
 
-    def _server_request(self, request_id: Any, method: str, params: Any) -> None:
+    def _progress_for_request(self, params: dict[str, Any]) -> bool:
+        """Record a progress notification for its request; True when its callback will get it.
+
+        At most one progress delivery per request waits in the dispatch queue: a
+        newer value replaces a queued one (coalesced), so a flood of progress
+        neither grows the queue nor delays the answer. (8.9)
+        """
+        token = params.get("progressToken")
+        with self._lock:
+            pending = self._progress.get(token) if isinstance(token, str) else None
+        if pending is None or pending.outcome.done:
+            log.debug("mcp_sync: progress for an unknown or finished request (dropped): %s", preview(params))
+            return False
+        pending.last_progress = time.monotonic()  # (9.19) restarts a reset_timeout_on_progress wait
+        progress = params.get("progress")
+        if pending.progress is None or not _is_number(progress):
+            return False
+        total = params.get("total")
+        text = params.get("message")
+        args = (progress, total if _is_number(total) else None, text if isinstance(text, str) else None)
+        with self._lock:
+            pending.progress_args = args
+            queued, pending.progress_queued = pending.progress_queued, True
+        if not queued:
+            self.dispatcher.submit(self._deliver_progress, pending)
+        return True
+
+    def _deliver_progress(self, pending: _Pending) -> None:
+        with self._lock:
+            args, pending.progress_args = pending.progress_args, None
+            pending.progress_queued = False
+        if args is not None and pending.progress is not None:
+            pending.progress(*args)
+
+    def _server_request(self, raw_id: Any, method: str, params: Any) -> None:
+        request_id = normalize_id(raw_id)
+        if request_id is None:  # JSON-RPC: answer with a null id when the id is unusable
+            log.warning("mcp_sync: %s sent a %s request with an invalid id %s", self.name, method, preview(raw_id))
+            self._answer(None, error={"code": _INVALID_REQUEST, "message": "Invalid Request: bad id"})
+            return
         params = params if isinstance(params, dict) else {}
-        if method == "ping":  # LG7: answer at once, no user code involved
+        if method == "ping":  # answer at once, no user code involved (LG7)
             self._answer(request_id, result={})
             return
         handler = self.on_server_request
         if handler is None:
             self._answer(request_id, error={"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"})
+            return
+        if len(self._handlers) >= MAX_CONCURRENT_HANDLERS:  # a server cannot make us start threads without end
+            log.warning("mcp_sync: %s: %d server requests already in progress; refusing %s", self.name,
+                        MAX_CONCURRENT_HANDLERS, method)
+            self._answer(request_id, error={"code": INTERNAL_ERROR, "message": "client busy: too many requests"})
             return
         self._handlers.spawn(lambda: self._run_handler(handler, request_id, method, params), "handler")
 
@@ -377,7 +639,12 @@ class Engine:
             self._answer(request_id, result=result)
 
     def _answer(self, request_id: Any, *, result: Any = None, error: dict[str, Any] | None = None) -> None:
+        """Send one answer; an answer JSON cannot carry becomes an error answer. Never raises."""
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+        bad = non_finite_path(error if error is not None else result, "error" if error is not None else "result")
+        if bad is not None:
+            log.error("mcp_sync: the answer to server request %r holds NaN or an infinity at %s", request_id, bad)
+            error = {"code": INTERNAL_ERROR, "message": f"client handler returned a non-finite number at {bad}"}
         if error is not None:
             message["error"] = error
         else:
@@ -386,3 +653,32 @@ class Engine:
             self.transport.send(message)
         except MCPError as exc:
             log.debug("mcp_sync: could not answer server request %r: %s", request_id, exc)
+        except Exception as exc:  # the value cannot be encoded (not JSON, too deep): say so to the server
+            log.error("mcp_sync: the answer to server request %r cannot be sent: %s", request_id, exc)
+            if "error" in message and message["error"].get("code") == INTERNAL_ERROR:
+                return  # already the fallback
+            fallback = {"code": INTERNAL_ERROR, "message": f"client handler returned an invalid value: {exc}"}
+            self._answer(request_id, error=fallback)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _cancelled_text(text: str, reason: str | None) -> str:
+    return f"{text}: {reason}" if reason else text
+
+
+def _copy_closed(error: ConnectionClosed, method: str | None, request_id: Any) -> ConnectionClosed:
+    """A per-request copy of the connection's end (same class, exit code and stderr)."""
+    try:
+        return type(error)(
+            error.message,
+            exit_code=error.exit_code,
+            stderr_tail=error.stderr_tail,
+            method=method,
+            request_id=request_id,
+        )
+    except Exception:  # a subclass with another constructor
+        return ConnectionClosed(error.message, exit_code=error.exit_code, stderr_tail=error.stderr_tail,
+                                method=method, request_id=request_id)

@@ -8,11 +8,14 @@ registering a handler is what declares its capability.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence, Union
+import contextlib
+import threading
+from typing import Any, Callable, Iterator, Mapping, Sequence, Union
 
 import attrs
 
-from .exceptions import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, ServerRequestError
+from ._values import check_json
+from .exceptions import INVALID_PARAMS, METHOD_NOT_FOUND, HandlerError, MCPError, ServerRequestError
 
 ElicitationHandler = Callable[[dict], dict]
 SamplingHandler = Callable[[dict], dict]
@@ -50,9 +53,9 @@ def apply_defaults(schema: dict[str, Any], content: dict[str, Any] | None = None
 
 
 def validate_elicitation(params: dict[str, Any], result: dict[str, Any]) -> None:
-    """Check an ``accept`` answer's content against ``requestedSchema`` (L3) before it is sent.
+    """Check an ``accept`` answer's content against ``requestedSchema`` before it is sent (L3).
 
-    Raises ServerRequestError(-32603) naming the first problem.
+    Raises HandlerError naming the first problem.
     """
     if result.get("action") != "accept" or params.get("mode", "form") != "form":
         return
@@ -62,25 +65,111 @@ def validate_elicitation(params: dict[str, Any], result: dict[str, Any]) -> None
         return
     import jsonschema  # imported here: it is heavy and only needed for forms
 
-    validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    error = jsonschema.exceptions.best_match(validator_cls(schema).iter_errors(content))
+    try:
+        validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        error = jsonschema.exceptions.best_match(validator_cls(schema).iter_errors(content))
+    except (jsonschema.exceptions.SchemaError, jsonschema.exceptions.UnknownType, RecursionError) as exc:
+        # the server's schema is broken, not the handler's answer: refuse the request
+        raise ServerRequestError(f"requestedSchema is not a usable JSON Schema: {exc}"[:300],
+                                 code=INVALID_PARAMS) from None
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "content"
-        raise ServerRequestError(f"elicitation content does not match requestedSchema at {where}: "
-                                 f"{error.message}", code=INTERNAL_ERROR)
+        raise HandlerError(
+            f"on_elicitation answered content that does not match requestedSchema at {where}: {error.message}",
+            handler="on_elicitation",
+        )
+
+
+_ELICIT_ACTIONS = ("accept", "decline", "cancel")
+_ROLES = ("user", "assistant")
+
+
+def _run(handler_name: str, handler: Callable[..., Any], *args: Any) -> Any:
+    """Call a user handler: a refusal (ServerRequestError) passes; any other exception is a HandlerError."""
+    try:
+        return handler(*args)
+    except ServerRequestError:
+        raise
+    except Exception as exc:
+        raise HandlerError(f"{handler_name} raised {type(exc).__name__}: {exc}", handler=handler_name) from exc
+
+
+def _answer_dict(handler_name: str, result: Any, expected: str) -> dict[str, Any]:
+    if not isinstance(result, Mapping):
+        raise HandlerError(
+            f"{handler_name} returned {type(result).__name__} ({result!r:.60}); it must return a dict ({expected})",
+            handler=handler_name,
+        )
+    answer = dict(result)
+    try:
+        check_json(answer, f"{handler_name} returned a dict whose value")
+    except (TypeError, ValueError) as exc:
+        raise HandlerError(str(exc), handler=handler_name) from None
+    return answer
+
+
+def check_elicit_result(result: Any) -> dict[str, Any]:
+    """An ElicitResult from ``on_elicitation``, checked: HandlerError naming what is wrong."""
+    answer = _answer_dict("on_elicitation", result, 'an ElicitResult: {"action": "accept", "content": {...}}')
+    if answer.get("action") not in _ELICIT_ACTIONS:
+        raise HandlerError(
+            f"on_elicitation returned action {answer.get('action')!r}; it must be one of {list(_ELICIT_ACTIONS)}",
+            handler="on_elicitation",
+        )
+    if "content" in answer and not isinstance(answer["content"], dict):
+        raise HandlerError("on_elicitation returned a 'content' that is not a dict", handler="on_elicitation")
+    return answer
+
+
+def check_sampling_result(result: Any) -> dict[str, Any]:
+    """A CreateMessageResult from ``on_sampling``, checked: ``role``, ``content`` and ``model``."""
+    answer = _answer_dict(
+        "on_sampling", result, 'a CreateMessageResult: {"role": "assistant", "content": {...}, "model": ...}'
+    )
+    problems = []
+    if answer.get("role") not in _ROLES:
+        problems.append(f"'role' must be one of {list(_ROLES)}, not {answer.get('role')!r:.40}")
+    content = answer.get("content")
+    blocks = content if isinstance(content, list) else [content]
+    if not blocks or not all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in blocks):
+        problems.append("'content' must be a content block (a dict with a 'type') or a list of them")
+    if not isinstance(answer.get("model"), str):
+        problems.append("'model' must be a string naming the model that answered")
+    if problems:
+        raise HandlerError(f"on_sampling returned an invalid result: {'; '.join(problems)}", handler="on_sampling")
+    return answer
 
 
 def _roots_list(roots: Roots) -> list[dict[str, Any]]:
-    items = roots() if callable(roots) else roots
-    return [{"uri": item} if isinstance(item, str) else dict(item) for item in items]
+    items = _run("on_roots", roots) if callable(roots) else roots
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
+        raise HandlerError(
+            f"on_roots gave {type(items).__name__}; it must be a list of URIs or {{'uri': ...}} dicts",
+            handler="on_roots",
+        )
+    listed: list[dict[str, Any]] = []
+    for item in items:
+        root = {"uri": item} if isinstance(item, str) else dict(item) if isinstance(item, Mapping) else None
+        if root is None or not isinstance(root.get("uri"), str):
+            raise HandlerError(f"on_roots gave a root that is not a URI or a {{'uri': ...}} dict: {item!r:.60}",
+                               handler="on_roots")
+        listed.append(root)
+    return listed
 
 
 @attrs.define
 class Handlers:
     """The registered handlers and the capabilities they declare.
 
-    An elicitation handler with an attribute ``url = True`` also declares URL
-    mode; ``sampling_tools`` declares ``sampling.tools``.
+    ``url_elicitation=True`` (or, as before, an elicitation handler with an
+    attribute ``url = True``) also declares URL mode; ``sampling_tools``
+    declares ``sampling.tools``.
+
+    A handler that raises (anything but ServerRequestError) or answers with an
+    invalid result raises HandlerError. Modern servers ask inside a call, so
+    that call raises it. Legacy servers ask with requests of their own: the
+    server is answered with an internal error, and the call that led to it
+    raises the same HandlerError once it ends (see :meth:`attributing_failures`).
     """
 
     on_elicitation: ElicitationHandler | None = None
@@ -89,12 +178,19 @@ class Handlers:
     sampling_tools: bool = False
     extensions: dict[str, Any] = attrs.field(factory=dict)
     host_tasks: bool = False
+    url_elicitation: bool = False
+    _calls: list[list[HandlerError]] = attrs.field(factory=list, init=False, repr=False)
+    _calls_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
+
+    @property
+    def declares_url(self) -> bool:
+        return self.url_elicitation or bool(getattr(self.on_elicitation, "url", False))
 
     def capabilities(self, era: str) -> dict[str, Any]:
         caps: dict[str, Any] = {}
         if self.on_elicitation is not None:
             caps["elicitation"] = {"form": {}}
-            if getattr(self.on_elicitation, "url", False):
+            if self.declares_url:
                 caps["elicitation"]["url"] = {}
         if self.on_sampling is not None:
             caps["sampling"] = {"tools": {}} if self.sampling_tools else {}
@@ -120,18 +216,47 @@ class Handlers:
         }.get(method) is not None
 
     def answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Answer one input request; raises ServerRequestError to refuse."""
+        """Answer one input request; raises ServerRequestError to refuse, HandlerError when a handler fails."""
         if method == "elicitation/create" and self.on_elicitation is not None:
             mode = params.get("mode", "form")  # L1: no mode means form
-            if mode == "url" and not getattr(self.on_elicitation, "url", False):
+            if mode == "url" and not self.declares_url:
                 raise ServerRequestError("URL elicitation was not declared", code=INVALID_PARAMS)
-            result = dict(self.on_elicitation(params))
+            result = check_elicit_result(_run("on_elicitation", self.on_elicitation, params))
             validate_elicitation(params, result)
             return result
         if method == "sampling/createMessage" and self.on_sampling is not None:
             if (params.get("tools") or params.get("toolChoice")) and not self.sampling_tools:
                 raise ServerRequestError("tool-enabled sampling was not declared", code=INVALID_PARAMS)
-            return dict(self.on_sampling(params))
+            return check_sampling_result(_run("on_sampling", self.on_sampling, params))
         if method == "roots/list" and self.on_roots is not None:
             return {"roots": _roots_list(self.on_roots)}
         raise ServerRequestError(f"Method not found: {method}", code=METHOD_NOT_FOUND)
+
+    def failed(self, error: HandlerError) -> None:
+        """A handler failed on a legacy server's request: blame the call in flight, if there is just one.
+
+        A legacy request does not say which call it belongs to; with several calls
+        in flight the failure cannot be attributed, and each call ends as the
+        server answers it (the failure is logged).
+        """
+        with self._calls_lock:
+            if len(self._calls) == 1:
+                self._calls[0].append(error)
+
+    @contextlib.contextmanager
+    def attributing_failures(self) -> Iterator[None]:
+        """Around a call: if a handler failed while it was the only call in flight, it raises that HandlerError."""
+        failures: list[HandlerError] = []
+        with self._calls_lock:
+            self._calls.append(failures)
+        try:
+            yield
+        except MCPError:
+            if failures:
+                raise failures[0]  # noqa: B904 - the server's answer stays as __context__
+            raise
+        finally:
+            with self._calls_lock:
+                self._calls.remove(failures)
+        if failures:
+            raise failures[0]

@@ -1,5 +1,5 @@
-"""HTTP header mirroring for modern Streamable HTTP: value encoding (H7) and
-``x-mcp-header`` tool annotations (H8, H9).
+"""HTTP header mirroring for modern Streamable HTTP: value encoding and
+``x-mcp-header`` tool annotations (checklist H7-H9).
 
 Pure functions, no I/O, so the client (which validates tools and computes the
 headers of a call) and the HTTP transport (which encodes ``Mcp-Name``) share
@@ -37,7 +37,7 @@ _SENTINEL_PREFIX, _SENTINEL_SUFFIX = "=?base64?", "?="
 
 
 def encode_header_value(value: str) -> str:
-    """A header-safe form of ``value`` (H7).
+    """A header-safe form of ``value``.
 
     Plain printable ASCII without leading/trailing space is sent as is;
     anything else (non-ASCII, control characters, edge whitespace) and any
@@ -56,7 +56,7 @@ def _annotations(
     """Yield ``(path, header_name, property_schema, reachable)`` for every annotation under ``schema``.
 
     ``reachable`` is True only along a chain of ``properties`` keys from the
-    root (H9): ``items``, ``anyOf``, ``$ref``, ``$defs``... all break it.
+    root: ``items``, ``anyOf``, ``$ref``, ``$defs``... all break it.
     """
     if isinstance(schema, list):
         for item in schema:
@@ -87,7 +87,7 @@ def _property_type(prop: dict[str, Any]) -> str | None:
 
 
 def tool_header_problem(tool_raw: Mapping[str, Any]) -> str | None:
-    """Why ``tool_raw``'s ``x-mcp-header`` annotations are invalid (H9), or None if they are fine.
+    """Why ``tool_raw``'s ``x-mcp-header`` annotations are invalid, or None if they are fine.
 
     Invalid: an empty name, a name that is not an RFC 9110 token (this also
     excludes CR, LF and other controls), a duplicate (case-insensitive), an
@@ -119,7 +119,7 @@ def tool_header_problem(tool_raw: Mapping[str, Any]) -> str | None:
 
 
 def param_headers(input_schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, str]:
-    """The ``Mcp-Param-{Name}`` headers for a ``tools/call`` (H8), values encoded per H7.
+    """The ``Mcp-Param-{Name}`` headers for a ``tools/call``, values encoded by :func:`encode_header_value`.
 
     A value that is absent or null omits its header; strings go as is, integers
     in decimal, booleans as ``true``/``false``. Raises ValueError for an

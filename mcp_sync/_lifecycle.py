@@ -12,9 +12,14 @@ of the checklist): probe with ``server/discover``; a DiscoverResult means
 modern; ``-32022`` naming a modern revision we speak means modern at that
 revision (one retry); ``-32022`` naming only legacy revisions (or none) means
 the handshake; ``-32022`` naming neither raises
-:class:`~mcp_sync.UnsupportedProtocolVersionError`; any other error or
-silence within ``probe_timeout`` means legacy. The fallback is never keyed to
-one error code.
+:class:`~mcp_sync.UnsupportedProtocolVersionError`; any other error means
+legacy. The fallback is never keyed to one error code.
+
+Silence is not an answer: a server slow to start (``npx`` on a cold cache)
+must not be taken for legacy. After ``probe_timeout`` the probe stays open and
+``initialize`` is sent alongside; a DiscoverResult arriving late still means
+modern, and ``-32022`` to ``initialize`` naming a modern revision we speak
+means modern at that revision. A connect that fails says what the probe found.
 
 Choice (the spec is silent): some servers lock their era per process once they
 have seen ``server/discover``, and some die on it. So when the handshake after
@@ -26,11 +31,14 @@ sent first.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any, Callable, Mapping
 
 import attrs
 
 from ._engine import Engine
+from ._threads import spawn
+from .cancellation import CancellationToken
 from .exceptions import (
     ConnectionClosed,
     MCPError,
@@ -139,31 +147,161 @@ class Lifecycle:
     # -- connecting ----------------------------------------------------------------------
 
     def connect(self, engine: Engine, *, timeout: float | None, restart: Restart | None) -> tuple[Engine, Negotiated]:
-        """Decide the era on ``engine``; returns the engine in use (a restart makes a new one)."""
+        """Decide the era on ``engine``; returns the engine in use (a restart makes a new one).
+
+        A failure says what the probe found (its outcome is added to the message).
+        """
         if self.mode == "legacy" or self.protocol_version in LEGACY_VERSIONS:
             return engine, self._handshake(engine, self.protocol_version or LATEST_LEGACY, timeout)
         version = self.protocol_version or LATEST_MODERN
-        probe_timeout = timeout if self.mode == "modern" else self.probe_timeout
-        try:
-            return engine, self._discover(engine, version, probe_timeout)
-        except UnsupportedProtocolVersionError as exc:
-            # V1: retry once with a mutual modern revision, even the one just sent (a server
-            # may reject a first request and list that very version: retry, do not give up)
-            modern = [v for v in MODERN_VERSIONS if v in exc.supported]
-            legacy = [v for v in LEGACY_VERSIONS if v in exc.supported]
-            if modern:
-                return engine, self._discover(engine, modern[0], probe_timeout)
-            if self.mode == "modern" or not legacy:
-                raise
-            return self._handshake_after_probe(engine, legacy[0], timeout, restart)
-        except _NotModern as exc:
-            if self.mode == "modern":
+        if self.mode == "modern":
+            try:
+                return engine, self._modern(engine, version, timeout)
+            except _NotModern as exc:
                 raise ProtocolError(
                     f"mode='modern' but the server did not answer server/discover as a "
                     f"{LATEST_MODERN} server: {exc.cause}"
                 ) from exc.cause
+        return self._auto(engine, version, timeout, restart)
+
+    def _modern(self, engine: Engine, version: str, timeout: float | None) -> Negotiated:
+        """``server/discover`` at ``version``; a -32022 naming a mutual modern revision: once more at it.
+
+        V1: retry even with the version just sent (a server may reject a first
+        request and list that very version: retry, do not give up)."""
+        try:
+            return self._discover(engine, version, timeout)
+        except UnsupportedProtocolVersionError as exc:
+            modern = _mutual(exc.supported, MODERN_VERSIONS)
+            if not modern:
+                raise
+            return self._discover(engine, modern[0], timeout)
+
+    def _auto(
+        self, engine: Engine, version: str, timeout: float | None, restart: Restart | None
+    ) -> tuple[Engine, Negotiated]:
+        """D1: probe with ``server/discover``, then decide (see the module docstring).
+
+        The probe stays open after ``probe_timeout``: a server slow to start
+        (``npx`` on a cold cache) answers it late, and a late DiscoverResult still
+        means modern. So silence only sends ``initialize`` alongside, and whichever
+        answer decides first wins.
+        """
+        probe = _InFlight(engine, "server/discover", {"_meta": self.meta(version)}, _plus(self.probe_timeout, timeout))
+        if not probe.wait(self.probe_timeout):
+            return self._race(engine, probe, version, timeout, restart)
+        try:
+            return engine, self._modern_from(engine, probe, version, timeout)
+        except UnsupportedProtocolVersionError as exc:
+            legacy = _mutual(exc.supported, LEGACY_VERSIONS)
+            if exc.supported and not legacy:  # lists revisions, none of which we speak
+                raise
+            note = _probe_note(exc)
+            return self._handshake_after_probe(engine, (legacy or [LATEST_LEGACY])[0], timeout, restart, note)
+        except _NotModern as exc:
             log.debug("mcp_sync: probe says legacy (%s); falling back to initialize", exc.cause)
-            return self._handshake_after_probe(engine, LATEST_LEGACY, timeout, restart)
+            note = _probe_note(exc.cause)
+            return self._handshake_after_probe(engine, LATEST_LEGACY, timeout, restart, note)
+
+    def _modern_from(self, engine: Engine, probe: _InFlight, version: str, timeout: float | None) -> Negotiated:
+        """The probe's settled outcome as a modern connection; _NotModern when it says legacy."""
+        error = probe.error
+        if error is None:
+            return self._from_discover(probe.value, version)
+        if isinstance(error, UnsupportedProtocolVersionError):
+            modern = _mutual(error.supported, MODERN_VERSIONS)
+            if not modern:
+                raise error
+            return self._discover(engine, modern[0], timeout)
+        if isinstance(error, (ServerError, RequestTimeout, ProtocolError, ConnectionClosed)):
+            raise _NotModern(error) from error
+        raise error
+
+    def _race(
+        self, engine: Engine, probe: _InFlight, version: str, timeout: float | None, restart: Restart | None
+    ) -> tuple[Engine, Negotiated]:
+        """The probe is silent so far: send ``initialize`` too and take the first answer that decides.
+
+        A DiscoverResult (even late) means modern; an InitializeResult means
+        legacy; ``-32022`` to ``initialize`` listing a modern revision we speak
+        means modern at that revision (a modern server that was only slow to
+        start, e.g. one that locked its era on our probe)."""
+        note = f"server/discover probe: no answer within {self.probe_timeout} s"
+        log.debug("mcp_sync: %s; sending initialize while the probe stays open", note)
+        try:
+            return self._race_to_decision(engine, probe, version, timeout, restart, note)
+        except _NotModern as exc:  # a modern answer, then a failed modern retry: say what failed
+            raise _with_note(exc.cause, note) from exc.cause
+
+    def _race_to_decision(
+        self, engine: Engine, probe: _InFlight, version: str, timeout: float | None, restart: Restart | None, note: str
+    ) -> tuple[Engine, Negotiated]:
+        params = self._initialize_params(LATEST_LEGACY)
+        init = _InFlight(engine, "initialize", params, timeout, changed=probe.changed)
+        probe_failed: BaseException | None = None
+        while True:
+            probe.changed.clear()
+            if probe.done and probe_failed is None:
+                if probe.error is None:
+                    try:
+                        return engine, self._from_discover(probe.value, version)
+                    except _NotModern as exc:
+                        probe_failed = exc.cause
+                elif isinstance(probe.error, UnsupportedProtocolVersionError) and _mutual(
+                    probe.error.supported, MODERN_VERSIONS
+                ):
+                    return engine, self._modern_from(engine, probe, version, timeout)
+                else:
+                    probe_failed = probe.error
+            if init.done:
+                error = init.error
+                if error is None:
+                    negotiated = self._finish_handshake(engine, init.value, LATEST_LEGACY)
+                    probe.abandon()  # legacy: stop waiting for the probe (the server is told)
+                    return engine, negotiated
+                if isinstance(error, UnsupportedProtocolVersionError):
+                    modern = _mutual(error.supported, MODERN_VERSIONS)
+                    if modern:
+                        log.debug("mcp_sync: initialize answered -32022 naming %s: the server is modern", modern[0])
+                        return engine, _noted(self._modern, note)(engine, modern[0], timeout)
+                if probe_failed is not None:
+                    note = _probe_note(probe_failed)
+                    return self._retry_handshake(engine, error, LATEST_LEGACY, timeout, restart, note)
+                # the probe may still answer: wait for it (its own deadline bounds this)
+            probe.changed.wait()  # each request's own timeout bounds this
+
+    def _handshake_after_probe(
+        self, engine: Engine, version: str, timeout: float | None, restart: Restart | None, note: str
+    ) -> tuple[Engine, Negotiated]:
+        if not engine.alive and restart is not None:  # the probe killed it: start afresh
+            engine = restart()
+            return engine, _noted(self._handshake, note)(engine, version, timeout)
+        try:
+            return engine, _noted(self._handshake, note)(engine, version, timeout)
+        except MCPError as exc:
+            return self._retry_handshake(engine, exc, version, timeout, restart, note)
+
+    def _retry_handshake(
+        self,
+        engine: Engine,
+        error: BaseException,
+        version: str,
+        timeout: float | None,
+        restart: Restart | None,
+        note: str,
+    ) -> tuple[Engine, Negotiated]:
+        """The handshake after a failed probe failed: some servers lock their era on the
+        probe, so start the server afresh and send ``initialize`` first (when we can)."""
+        if isinstance(error, UnsupportedProtocolVersionError) and error.method != "initialize":
+            raise _with_note(error, note)
+        if restart is None or not isinstance(error, (ServerError, ConnectionClosed, ProtocolError)):
+            raise _with_note(error, note)
+        if isinstance(error, UnsupportedProtocolVersionError) and not _mutual(error.supported, LEGACY_VERSIONS):
+            raise _with_note(error, note)
+        log.info("mcp_sync: handshake after the probe failed (%s); restarting the server", error)
+        engine.close("restarting the server for the initialize handshake")
+        engine = restart()
+        return engine, _noted(self._handshake, note)(engine, version, timeout)
 
     def _discover(self, engine: Engine, version: str, timeout: float | None) -> Negotiated:
         try:
@@ -174,6 +312,9 @@ class Lifecycle:
             raise
         except (ServerError, RequestTimeout, ProtocolError, ConnectionClosed) as exc:
             raise _NotModern(exc) from exc
+        return self._from_discover(raw, version)
+
+    def _from_discover(self, raw: dict[str, Any], version: str) -> Negotiated:
         result = DiscoverResult.from_wire(raw)
         if raw.get("resultType", "complete") != "complete":
             raise _NotModern(ProtocolError(f"server/discover answered resultType {raw.get('resultType')!r}"))
@@ -197,32 +338,15 @@ class Lifecycle:
             server_info=raw,
         )
 
-    def _handshake_after_probe(
-        self, engine: Engine, version: str, timeout: float | None, restart: Restart | None
-    ) -> tuple[Engine, Negotiated]:
-        if not engine.alive and restart is not None:  # the probe killed it: start afresh
-            engine = restart()
-            return engine, self._handshake(engine, version, timeout)
-        try:
-            return engine, self._handshake(engine, version, timeout)
-        except UnsupportedProtocolVersionError:
-            raise
-        except (ServerError, ConnectionClosed, ProtocolError) as exc:
-            if restart is None:
-                raise
-            log.info("mcp_sync: handshake after the probe failed (%s); restarting the server", exc)
-            engine.close("restarting the server for the initialize handshake")
-            engine = restart()
-            return engine, self._handshake(engine, version, timeout)
+    def _initialize_params(self, version: str) -> dict[str, Any]:
+        return {"protocolVersion": version, "capabilities": self.capabilities("legacy"), "clientInfo": self.client_info}
 
     def _handshake(self, engine: Engine, version: str, timeout: float | None) -> Negotiated:
-        params = {
-            "protocolVersion": version,
-            "capabilities": self.capabilities("legacy"),
-            "clientInfo": self.client_info,
-        }
         # LG1: initialize must not be cancelled, so a timeout does not cancel it on the wire.
-        raw = engine.request("initialize", params, timeout=timeout, cancel_on_timeout=False)
+        raw = engine.request("initialize", self._initialize_params(version), timeout=timeout, cancel_on_timeout=False)
+        return self._finish_handshake(engine, raw, version)
+
+    def _finish_handshake(self, engine: Engine, raw: dict[str, Any], version: str) -> Negotiated:
         result = InitializeResult.from_wire(raw)
         if result.protocol_version not in LEGACY_VERSIONS:
             engine.close("unsupported protocol version")
@@ -242,6 +366,89 @@ class Lifecycle:
             instructions=result.instructions,
             server_info=raw,
         )
+
+
+class _InFlight:
+    """One request sent on its own thread, so the connect can wait on several at once.
+
+    ``changed`` is set when it settles (shared between requests racing each other).
+    The thread ends when the answer comes, the request times out, or the engine closes.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        method: str,
+        params: dict[str, Any],
+        timeout: float | None,
+        *,
+        changed: threading.Event | None = None,
+    ) -> None:
+        self.changed = changed or threading.Event()
+        self._token = CancellationToken()
+        self.value: dict[str, Any] = {}
+        self.error: BaseException | None = None
+        self._done = threading.Event()
+
+        def run() -> None:
+            try:
+                self.value = engine.request(
+                    method, params, timeout=timeout, cancel_on_timeout=False, cancel=self._token
+                )
+            except BaseException as exc:  # handed to the connecting thread
+                self.error = exc
+            finally:
+                self._done.set()
+                self.changed.set()
+
+        spawn(run, "connect", engine.name)
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None) -> bool:
+        return self._done.wait(timeout)
+
+    def abandon(self) -> None:
+        """No longer wanted: cancel it (on the wire too), which ends its thread."""
+        self._token.cancel("the protocol era was decided without it")
+
+
+def _mutual(supported: list[str], ours: tuple[str, ...]) -> list[str]:
+    """Our revisions (newest first) that ``supported`` lists."""
+    return [v for v in ours if v in supported]
+
+
+def _plus(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a + b
+
+
+def _probe_note(error: BaseException) -> str:
+    """What the era probe found, for an error message: ``server/discover probe: <outcome>``."""
+    text = str(error).replace(" (server/discover)", "")
+    return "server/discover probe: " + text.removeprefix("server/discover: ")
+
+
+def _with_note(error: BaseException, note: str) -> BaseException:
+    """Add ``note`` (what the era probe found) to an MCPError's message, in place."""
+    if isinstance(error, MCPError) and note not in error.message:
+        error.message = f"{error.message} ({note})"
+        error.args = (error.message, *error.args[1:])
+    return error
+
+
+def _noted(function: Callable[..., Negotiated], note: str) -> Callable[..., Negotiated]:
+    """``function`` whose MCPErrors carry ``note``."""
+
+    def call(*args: Any) -> Negotiated:
+        try:
+            return function(*args)
+        except MCPError as exc:
+            _with_note(exc, note)
+            raise
+
+    return call
 
 
 class _NotModern(MCPError):

@@ -1,9 +1,9 @@
 """Listing: one-page methods, the lazy all-pages iterators, and x-mcp-header tool checks.
 
 Mixed into :class:`mcp_sync.Client`; every method here is part of its public
-surface. The iterators fetch a page only when the previous one is consumed
-(G1), stop after ``max_pages`` or on a repeated cursor, and restart once from
-the first page when a cached later page's cursor is refused (C7).
+surface. The iterators fetch a page only when the previous one is consumed, stop
+after ``max_pages`` or on a repeated cursor, and restart once from the first
+page when a cached later page's cursor is refused (checklist G1, C7).
 """
 
 from __future__ import annotations
@@ -11,9 +11,16 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
 
+from ._cache import check_mode
 from ._headers import param_headers, tool_header_problem
+from ._sentinels import USE_CLIENT_DEFAULT
+from ._values import Timeout, check_timeout
 from .exceptions import INVALID_PARAMS, PaginationLimitError, ProtocolError, ServerError
-from .models import Page, Prompt, Resource, ResourceTemplate, Tool
+from .models import Page, Prompt, Resource, ResourceTemplate, Tool, _opt_dict, ttl_ms
+
+if TYPE_CHECKING:
+    from ._engine import ProgressCallback
+    from .cancellation import CancellationToken
 
 if TYPE_CHECKING:
     import threading
@@ -21,6 +28,7 @@ if TYPE_CHECKING:
     from ._cache import ResultCache
     from ._engine import Engine
     from ._lifecycle import Negotiated
+    from ._schemas import ToolSchemas
 
 log = logging.getLogger("mcp_sync")
 
@@ -37,6 +45,7 @@ class ListingMixin:
         _negotiated: Negotiated | None
         _tool_schemas: dict[str, dict[str, Any]]
         _tool_schemas_lock: threading.Lock
+        _schemas: ToolSchemas
 
         def _require(self, capability: str, method: str) -> None: ...
 
@@ -51,21 +60,32 @@ class ListingMixin:
         model: Callable[[dict], T],
         capability: str,
         cursor: str | None,
-        **kwargs: Any,
+        options: dict[str, Any],
     ) -> Page[T]:
+        if cursor is not None and not isinstance(cursor, str):
+            raise TypeError(f"{method}: cursor must be the string the server sent, not {type(cursor).__name__}")
         self._require(capability, method)
         params = {"cursor": cursor} if cursor is not None else None
-        raw = self._send_cached(method, params, kwargs.pop("cache", None), **kwargs)
+        options = dict(options)
+        raw = self._send_cached(method, params, options.pop("cache"), **options)
         items = raw.get(key)
         if not isinstance(items, list):
             raise ProtocolError(f"{method}: the result has no {key!r} list", method=method)
+        parsed: list[T] = []
+        for index, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise ProtocolError(f"{method}: {key}[{index}] is not an object", method=method)
+            try:
+                parsed.append(model(item))
+            except ProtocolError as exc:
+                raise ProtocolError(f"{method}: {key}[{index}]: {exc.message}", method=method) from None
         next_cursor = raw.get("nextCursor")
         return Page(
-            items=[model(item) for item in items if isinstance(item, dict)],
+            items=parsed,
             next_cursor=next_cursor if isinstance(next_cursor, str) else None,  # G1: "" is a cursor
-            ttl_ms=raw.get("ttlMs") if isinstance(raw.get("ttlMs"), int) else None,
+            ttl_ms=ttl_ms(raw.get("ttlMs")),
             cache_scope=raw.get("cacheScope") if isinstance(raw.get("cacheScope"), str) else None,
-            meta=raw.get("_meta"),
+            meta=_opt_dict(raw.get("_meta")),
             raw=raw,
         )
 
@@ -102,10 +122,6 @@ class ListingMixin:
             cursor = page.next_cursor
         raise PaginationLimitError(f"{method}: more than max_pages={self.max_pages} pages", method=method)
 
-    def list_tools(self, cursor: str | None = None, **kwargs: Any) -> Page[Tool]:
-        """One page of tools. Example: ``page = client.list_tools(); page.items, page.next_cursor``."""
-        return self._check_tool_headers(self._page("tools/list", "tools", Tool.from_wire, "tools", cursor, **kwargs))
-
     def _mirrors_param_headers(self) -> bool:
         """x-mcp-header applies on modern connections over a transport that mirrors it (HTTP, H8)."""
         negotiated, engine = self._negotiated, self._engine
@@ -126,7 +142,7 @@ class ListingMixin:
                     kept.append(tool)
                     self._tool_schemas[tool.name] = tool.input_schema
                 else:
-                    log.warning("mcp_sync: ignoring tool %r: %s (H9)", tool.name, problem)
+                    log.warning("mcp_sync: ignoring tool %r: %s", tool.name, problem)  # H9
                     self._tool_schemas.pop(tool.name, None)
         if len(kept) == len(page.items):
             return page
@@ -147,44 +163,196 @@ class ListingMixin:
             schema = self._tool_schemas.get(name)
         return (param_headers(schema, arguments) or None) if schema else None
 
-    def tools(self, **kwargs: Any) -> Iterator[Tool]:
-        """Every tool, fetching pages lazily. Example: ``for tool in client.tools(): print(tool.name)``."""
-        return self._walk(lambda c: self.list_tools(c, **kwargs), "tools/list")
+    # -- the public listing methods: one page, or every page lazily --------------------
+    # Options are spelled out (a misspelt one is a TypeError at once, not at iteration)
+    # and checked before the iterator is returned.
 
-    def list_resources(self, cursor: str | None = None, **kwargs: Any) -> Page[Resource]:
+    def _list_page(self, kind: str, cursor: str | None, options: dict[str, Any]) -> Page[Any]:
+        method, key, model, capability = _LISTS[kind]
+        page = self._page(method, key, model, capability, cursor, options)
+        if kind != "tools":
+            return page
+        page = self._check_tool_headers(page)
+        self._schemas.remember(page.items)  # for call_tool's schema checks
+        return page
+
+    def list_tools(
+        self,
+        cursor: str | None = None,
+        *,
+        cache: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> Page[Tool]:
+        """One page of tools.
+
+        Example: ``page = client.list_tools(); page.items, page.next_cursor``
+        """
+        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        return self._list_page("tools", cursor, options)
+
+    def tools(
+        self,
+        *,
+        cache: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> Iterator[Tool]:
+        """Every tool, fetching pages lazily.
+
+        Example: ``for tool in client.tools(): print(tool.name)``
+        """
+        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        return self._walk(lambda cursor: self._list_page("tools", cursor, options), _LISTS["tools"][0])
+
+    def list_resources(
+        self,
+        cursor: str | None = None,
+        *,
+        cache: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> Page[Resource]:
         """One page of resources.
 
         Example: ``page = client.list_resources(); uris = [r.uri for r in page.items]; page.next_cursor``
         """
-        return self._page("resources/list", "resources", Resource.from_wire, "resources", cursor, **kwargs)
+        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        return self._list_page("resources", cursor, options)
 
-    def resources(self, **kwargs: Any) -> Iterator[Resource]:
-        """Every resource, lazily. Example: ``uris = [r.uri for r in client.resources()]``."""
-        return self._walk(lambda c: self.list_resources(c, **kwargs), "resources/list")
+    def resources(
+        self,
+        *,
+        cache: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> Iterator[Resource]:
+        """Every resource, lazily.
 
-    def list_resource_templates(self, cursor: str | None = None, **kwargs: Any) -> Page[ResourceTemplate]:
+        Example: ``uris = [r.uri for r in client.resources()]``
+        """
+        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        return self._walk(lambda cursor: self._list_page("resources", cursor, options), _LISTS["resources"][0])
+
+    def list_resource_templates(
+        self,
+        cursor: str | None = None,
+        *,
+        cache: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> Page[ResourceTemplate]:
         """One page of resource templates.
 
         Example: ``page = client.list_resource_templates(); [t.uri_template for t in page.items]``
         """
-        return self._page(
-            "resources/templates/list", "resourceTemplates", ResourceTemplate.from_wire, "resources", cursor, **kwargs
-        )
+        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        return self._list_page("resource_templates", cursor, options)
 
-    def resource_templates(self, **kwargs: Any) -> Iterator[ResourceTemplate]:
+    def resource_templates(
+        self,
+        *,
+        cache: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> Iterator[ResourceTemplate]:
         """Every resource template, lazily.
 
         Example: ``for template in client.resource_templates(): print(template.uri_template)``
         """
-        return self._walk(lambda c: self.list_resource_templates(c, **kwargs), "resources/templates/list")
+        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        return self._walk(
+            lambda cursor: self._list_page("resource_templates", cursor, options), _LISTS["resource_templates"][0]
+        )
 
-    def list_prompts(self, cursor: str | None = None, **kwargs: Any) -> Page[Prompt]:
+    def list_prompts(
+        self,
+        cursor: str | None = None,
+        *,
+        cache: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> Page[Prompt]:
         """One page of prompts.
 
         Example: ``page = client.list_prompts(cursor=None); names = [p.name for p in page.items]``
         """
-        return self._page("prompts/list", "prompts", Prompt.from_wire, "prompts", cursor, **kwargs)
+        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        return self._list_page("prompts", cursor, options)
 
-    def prompts(self, **kwargs: Any) -> Iterator[Prompt]:
-        """Every prompt, lazily. Example: ``names = [p.name for p in client.prompts()]``."""
-        return self._walk(lambda c: self.list_prompts(c, **kwargs), "prompts/list")
+    def prompts(
+        self,
+        *,
+        cache: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> Iterator[Prompt]:
+        """Every prompt, lazily.
+
+        Example: ``names = [p.name for p in client.prompts()]``
+        """
+        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        return self._walk(lambda cursor: self._list_page("prompts", cursor, options), _LISTS["prompts"][0])
+
+
+def _call_options(
+    cache: str | None,
+    timeout: Timeout,
+    cancel: CancellationToken | None,
+    progress: ProgressCallback | None,
+    meta: Mapping[str, Any] | None,
+    reset_timeout_on_progress: bool,
+    max_total_timeout: float | None,
+) -> dict[str, Any]:
+    """One listing call's options, checked at once (the iterators are lazy)."""
+    check_mode(cache)
+    return {
+        "cache": cache,
+        "timeout": check_timeout(timeout),
+        "cancel": cancel,
+        "progress": progress,
+        "meta": meta,
+        "reset_timeout_on_progress": reset_timeout_on_progress,
+        "max_total_timeout": check_timeout(max_total_timeout, "max_total_timeout", allow_default=False),
+    }
+
+
+#: kind -> (method, result key, model constructor, server capability)
+_LISTS: dict[str, tuple[str, str, Callable[[dict], Any], str]] = {
+    "tools": ("tools/list", "tools", Tool.from_wire, "tools"),
+    "resources": ("resources/list", "resources", Resource.from_wire, "resources"),
+    "resource_templates": ("resources/templates/list", "resourceTemplates", ResourceTemplate.from_wire, "resources"),
+    "prompts": ("prompts/list", "prompts", Prompt.from_wire, "prompts"),
+}

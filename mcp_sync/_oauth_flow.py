@@ -9,17 +9,120 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
 import json
 import re
 import secrets
-from typing import Any, Mapping
-from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
+import socket
+from typing import Any, Callable, Mapping
+from urllib.parse import parse_qs, quote, urlencode, urljoin, urlsplit, urlunsplit
 
 from .exceptions import AuthorizationError
 
 MAX_BODY = 1024 * 1024  # metadata and token responses are small; a larger body is an error
+MAX_REDIRECTS = 3  # same-origin redirects followed by a metadata GET
 PRM_PATH = "/.well-known/oauth-protected-resource"
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
+
+# Steps of the flow, as AuthorizationError.step names them.
+DISCOVERY, REGISTRATION, AUTHORIZATION, TOKEN = "discovery", "registration", "authorization", "token"
+
+
+def failure(step: str, url: str | None, detail: str) -> AuthorizationError:
+    """The one shape of every flow error: which step failed, at which URL (never a secret), and why."""
+    where = f" at {strip_query(url)}" if url else ""
+    return AuthorizationError(f"OAuth {step} failed{where}: {detail}", step=step, url=strip_query(url) if url else None)
+
+
+def strip_query(url: str) -> str:
+    """``url`` without query and fragment: authorization URLs and redirects carry state and codes."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+
+
+# -- where the flow may go (SSRF guards) -------------------------------------------------------
+
+LOOPBACK, PRIVATE, LINK_LOCAL, PUBLIC, FORBIDDEN = "loopback", "private", "link-local", "public", "forbidden"
+
+
+def address_kind(address: str) -> str:
+    """What kind of network an IP address is on: loopback, link-local, private, public, or
+    forbidden (unspecified, multicast, reserved: never a metadata or token endpoint)."""
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.is_loopback:
+        return LOOPBACK
+    if ip.is_link_local:
+        return LINK_LOCAL
+    if ip.is_unspecified or ip.is_multicast or ip.is_reserved:
+        return FORBIDDEN
+    return PRIVATE if (ip.is_private or not ip.is_global) else PUBLIC
+
+
+Resolver = Callable[..., Any]
+
+
+def host_kinds(host: str, port: int, resolve: Resolver | None = None) -> set[str]:
+    """The kinds of every address ``host`` stands for (an IP literal, or each address DNS gives).
+
+    An empty set means the name does not resolve: the request itself will fail then.
+    """
+    host = host.strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return {LOOPBACK}
+    try:
+        return {address_kind(host)}
+    except ValueError:
+        pass
+    try:
+        infos = (resolve or socket.getaddrinfo)(host, port, 0, socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return set()
+    return {address_kind(str(info[4][0])) for info in infos}
+
+
+class UrlPolicy:
+    """Where the flow may send requests on behalf of one MCP server (SSRF guards).
+
+    URLs the server advertises (``resource_metadata``, ``authorization_servers``,
+    the endpoints in authorization server metadata) are used only over HTTPS,
+    plain HTTP being allowed for loopback targets when the MCP server itself is
+    on loopback; and never to a loopback, link-local or private address unless
+    the MCP server is on the same kind of address. The MCP server's own origin
+    is always allowed (the client talks to it anyway).
+    """
+
+    def __init__(self, server_url: str, resolve: Resolver | None = None) -> None:
+        self.server_origin = origin_of(server_url)
+        self._resolve = resolve
+        parts = urlsplit(server_url)
+        self.server_kinds = host_kinds(parts.hostname or "", _port(parts), resolve)
+
+    def check(self, url: str, step: str) -> str:
+        """``url`` if the flow may request it; AuthorizationError (naming the step) if not."""
+        if origin_of(url) == self.server_origin:
+            return url
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise failure(step, url, "refusing a URL that is not http(s)")
+        kinds = host_kinds(parts.hostname, _port(parts), self._resolve)
+        loopback_server = self.server_kinds == {LOOPBACK}
+        if parts.scheme == "http" and not (kinds == {LOOPBACK} and loopback_server):
+            raise failure(step, url, "refusing a plain-HTTP URL (HTTPS only, except loopback for a loopback server)")
+        for kind in kinds - {PUBLIC}:
+            if kind == FORBIDDEN or kind not in self.server_kinds:
+                raise failure(
+                    step, url, f"refusing a URL on a {kind} address: the MCP server is not on one (SSRF guard)"
+                )
+        return url
+
+
+def _port(parts: Any) -> int:
+    try:
+        return int(parts.port or (443 if parts.scheme == "https" else 80))
+    except ValueError:
+        return 0
 
 _PARAM = re.compile(r'\s*,?\s*([A-Za-z0-9_.\-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]*)')
 
@@ -28,19 +131,41 @@ _PARAM = re.compile(r'\s*,?\s*([A-Za-z0-9_.\-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]
 
 
 class Http:
-    """Bounded, time-limited HTTP for the flow: no redirects followed (metadata and
-    token endpoints have no business redirecting, and following one could carry a
-    client secret elsewhere), bodies capped at MAX_BODY, every call with a timeout."""
+    """Bounded, time-limited HTTP for the flow: bodies capped at MAX_BODY, every call
+    with a timeout, every URL checked against ``policy`` (SSRF guards) when one is
+    given. POSTs follow no redirect (a token endpoint has no business redirecting,
+    and following one could carry a client secret elsewhere); metadata GETs follow
+    at most MAX_REDIRECTS within the origin, and refuse a cross-origin one."""
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, policy: UrlPolicy | None = None) -> None:
         import requests  # lazily: importing mcp_sync must not import requests
 
         self.timeout = timeout
+        self.policy = policy
         self.session = requests.Session()
         self.session.headers["Accept"] = "application/json"
 
-    def request(self, method: str, url: str, **kwargs: Any) -> tuple[int, Mapping[str, str], Any]:
-        """``(status, headers, parsed JSON or None)``; raises AuthorizationError on a network failure."""
+    def request(
+        self, method: str, url: str, step: str, *, guarded: bool = True, **kwargs: Any
+    ) -> tuple[int, Mapping[str, str], Any]:
+        """``(status, headers, parsed JSON or None)``; raises AuthorizationError on a network failure.
+
+        ``guarded=False`` skips the policy for a URL the user configured (not one a server advertised).
+        """
+        for _ in range(MAX_REDIRECTS + 1):
+            if guarded and self.policy is not None:
+                self.policy.check(url, step)
+            status, headers, parsed = self._once(method, url, step, **kwargs)
+            location = headers.get("Location")
+            if method != "GET" or status not in (301, 302, 303, 307, 308) or not location:
+                return status, headers, parsed
+            target = urljoin(url, location)
+            if origin_of(target) != origin_of(url):
+                raise failure(step, url, f"refusing its redirect to another origin ({origin_of(target)})")
+            url = target
+        raise failure(step, url, f"more than {MAX_REDIRECTS} redirects")
+
+    def _once(self, method: str, url: str, step: str, **kwargs: Any) -> tuple[int, Mapping[str, str], Any]:
         import requests
 
         try:
@@ -48,24 +173,24 @@ class Http:
                 method, url, timeout=(self.timeout, self.timeout), allow_redirects=False, stream=True, **kwargs
             )
         except requests.RequestException as exc:
-            raise AuthorizationError(f"OAuth: {method} {url} failed: {exc}") from exc
+            raise failure(step, url, f"{method} failed: {exc}") from exc
         try:
             data = response.raw.read(MAX_BODY + 1, decode_content=True)
         except Exception as exc:  # urllib3/socket errors while reading: same as a failed request
-            raise AuthorizationError(f"OAuth: reading the answer of {method} {url} failed: {exc}") from exc
+            raise failure(step, url, f"reading the answer to {method} failed: {type(exc).__name__}") from exc
         finally:
             response.close()
         if len(data) > MAX_BODY:
-            raise AuthorizationError(f"OAuth: the answer of {method} {url} exceeds {MAX_BODY} bytes")
+            raise failure(step, url, f"the answer to {method} exceeds {MAX_BODY} bytes")
         try:
             parsed = json.loads(data) if data else None
         except ValueError:
             parsed = None
         return response.status_code, response.headers, parsed
 
-    def get_json(self, url: str) -> dict[str, Any] | None:
+    def get_json(self, url: str, step: str = DISCOVERY) -> dict[str, Any] | None:
         """The JSON object at ``url``, or None when it is not there (any non-200 or non-object)."""
-        status, _, parsed = self.request("GET", url)
+        status, _, parsed = self.request("GET", url, step)
         return parsed if status == 200 and isinstance(parsed, dict) else None
 
     def close(self) -> None:
@@ -215,9 +340,11 @@ def discover_as(http: Http, issuer: str, *, same_origin: bool = False) -> dict[s
             continue
         return doc
     if mismatched:
-        raise AuthorizationError(
-            f"OAuth: refusing the authorization server metadata of {issuer!r}: its issuer is not identical "
-            f"to the issuer it was discovered from ({'; '.join(mismatched)})"
+        raise failure(
+            DISCOVERY,
+            issuer,
+            f"refusing the authorization server metadata of {issuer!r}: its issuer is not identical "
+            f"to the issuer it was discovered from ({'; '.join(mismatched)})",
         )
     return None
 
@@ -236,7 +363,7 @@ def s256(verifier: str) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
-def check_redirect(redirect_url: str, *, issuer: str, iss_advertised: bool, state: str) -> str:
+def check_redirect(redirect_url: str, *, issuer: str, iss_advertised: bool, state: str, endpoint: str = "") -> str:
     """The authorization code from the URL the user-agent was redirected to.
 
     A6 (RFC 9207 section 2.4): a present ``iss`` must equal the recorded issuer
@@ -244,38 +371,46 @@ def check_redirect(redirect_url: str, *, issuer: str, iss_advertised: bool, stat
     percent-encoding normalization), and an absent one is refused when the
     server advertised it. This runs before anything else in the response is
     looked at: on a mismatch its ``error`` is neither acted on nor shown.
+    ``endpoint`` (the authorization endpoint) is named in the errors.
     """
     params = parse_qs(urlsplit(redirect_url).query, keep_blank_values=True)
     iss = params.get("iss")
     if iss is not None:
         if len(iss) != 1 or iss[0] != issuer:
-            raise AuthorizationError(
-                f"OAuth: the authorization response came from issuer {iss[0]!r}, not the recorded {issuer!r} "
-                "(RFC 9207 mix-up protection); refusing it"
+            raise failure(
+                AUTHORIZATION,
+                endpoint,
+                f"the authorization response came from issuer {iss[0]!r}, not the recorded {issuer!r} "
+                "(RFC 9207 mix-up protection); refusing it",
             )
     elif iss_advertised:
-        raise AuthorizationError(
-            f"OAuth: {issuer} advertises authorization_response_iss_parameter_supported but its "
-            "authorization response has no iss parameter (RFC 9207); refusing it"
+        raise failure(
+            AUTHORIZATION,
+            endpoint,
+            f"{issuer} advertises authorization_response_iss_parameter_supported but its "
+            "authorization response has no iss parameter (RFC 9207); refusing it",
         )
     if params.get("state") != [state]:
-        raise AuthorizationError("OAuth: the authorization response's state does not match the request (A11)")
+        raise failure(AUTHORIZATION, endpoint, "the authorization response's state does not match the request")
     if "error" in params:
         description = params.get("error_description", [""])[0]
-        raise AuthorizationError(f"OAuth: authorization refused: {params['error'][0]} {description}".rstrip())
+        raise failure(AUTHORIZATION, endpoint, f"authorization refused: {params['error'][0]} {description}".rstrip())
     code = params.get("code")
     if not code or not code[0]:
-        raise AuthorizationError("OAuth: the authorization response carries no code")
+        raise failure(AUTHORIZATION, endpoint, "the authorization response carries no code")
     return code[0]
 
 
 # -- token endpoint ---------------------------------------------------------------------------
 
 
-def choose_auth_method(supported: Any, has_secret: bool) -> str:
+def choose_auth_method(supported: Any, has_secret: bool, has_key: bool = False) -> str:
     """Token endpoint client authentication: what the server supports that this client can do.
-    RFC 8414 section 2: an absent list means ``client_secret_basic``."""
+    RFC 8414 section 2: an absent list means ``client_secret_basic``. A private key wins
+    where the server takes ``private_key_jwt``."""
     methods = supported if isinstance(supported, list) else ["client_secret_basic"]
+    if has_key and ("private_key_jwt" in methods or not has_secret):
+        return "private_key_jwt"
     if not has_secret:
         return "none"
     for method in ("client_secret_basic", "client_secret_post"):
@@ -284,10 +419,22 @@ def choose_auth_method(supported: Any, has_secret: bool) -> str:
     return "none" if "none" in methods else "client_secret_basic"
 
 
-def token_request(http: Http, endpoint: str, form: dict[str, str], client: Mapping[str, Any]) -> dict[str, Any]:
+def token_request(
+    http: Http,
+    endpoint: str,
+    form: dict[str, str],
+    client: Mapping[str, Any],
+    *,
+    assertion: str | None = None,
+    bearer: bool = True,
+    guarded: bool = True,
+) -> dict[str, Any]:
     """POST ``form`` to the token endpoint with the client's authentication; the token response.
 
-    ``client`` holds ``client_id``, ``client_secret`` and ``auth_method``.
+    ``client`` holds ``client_id``, ``client_secret`` and ``auth_method``; for
+    ``private_key_jwt`` the signed ``assertion`` goes with it (RFC 7523 section 2.2).
+    ``bearer=False`` accepts an issued token that is not a Bearer access token
+    (an RFC 8693 token exchange answers ``token_type`` N_A).
     """
     form = dict(form)
     headers = {"Content-Type": "application/x-www-form-urlencoded"}
@@ -300,24 +447,27 @@ def token_request(http: Http, endpoint: str, form: dict[str, str], client: Mappi
         form["client_id"] = client_id
         if method == "client_secret_post" and secret:
             form["client_secret"] = secret
-    status, _, body = http.request("POST", endpoint, data=form, headers=headers)
+        elif method == "private_key_jwt" and assertion:
+            form["client_assertion_type"] = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+            form["client_assertion"] = assertion
+    status, _, body = http.request("POST", endpoint, TOKEN, data=form, headers=headers, guarded=guarded)
     if status != 200 or not isinstance(body, dict) or not isinstance(body.get("access_token"), str):
         error = body.get("error") if isinstance(body, dict) else None
         description = body.get("error_description", "") if isinstance(body, dict) else ""
-        raise AuthorizationError(
-            f"OAuth: the token endpoint {endpoint} refused {form.get('grant_type')}: "
-            f"HTTP {status} {error or ''} {description}".rstrip()
+        raise failure(
+            TOKEN, endpoint, f"refused {form.get('grant_type')}: HTTP {status} {error or ''} {description}".rstrip()
         )
     token_type = str(body.get("token_type", "Bearer"))
-    if token_type.lower() != "bearer":
-        raise AuthorizationError(f"OAuth: unsupported token_type {token_type!r} from {endpoint} (Bearer only)")
+    if bearer and token_type.lower() != "bearer":
+        raise failure(TOKEN, endpoint, f"unsupported token_type {token_type!r} (Bearer only)")
     return body
 
 
 def register_client(http: Http, endpoint: str, metadata: dict[str, Any]) -> dict[str, Any]:
     """Dynamic Client Registration (RFC 7591; A9): the registration response."""
-    status, _, body = http.request("POST", endpoint, json=metadata)
+    status, _, body = http.request("POST", endpoint, REGISTRATION, json=metadata)
     if status not in (200, 201) or not isinstance(body, dict) or not isinstance(body.get("client_id"), str):
         error = body.get("error") if isinstance(body, dict) else None
-        raise AuthorizationError(f"OAuth: dynamic client registration at {endpoint} failed: HTTP {status} {error}")
+        detail = f"dynamic client registration refused: HTTP {status} {error or ''}".rstrip()
+        raise failure(REGISTRATION, endpoint, detail)
     return body

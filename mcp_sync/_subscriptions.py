@@ -1,24 +1,25 @@
 """Subscriptions: what ``Client.listen()`` returns, in both eras.
 
-**Modern** (2026-07-28, checklist 1.7): one ``subscriptions/listen`` request per
+**Modern** (2026-07-28): one ``subscriptions/listen`` request per
 :class:`Subscription`, sent on a ``mcp_sync-listen-<server>`` thread with no
 timeout and its own :class:`~mcp_sync.CancellationToken`. ``listen()`` returns
-once ``notifications/subscriptions/acknowledged`` arrives (U2); notifications
+once ``notifications/subscriptions/acknowledged`` arrives; notifications
 whose ``_meta["io.modelcontextprotocol/subscriptionId"]`` is the request's id
-are routed to it by the engine (U3, U4). Closing cancels the token: the engine
+are routed to it by the engine. Closing cancels the token: the engine
 sends ``notifications/cancelled`` on stdio, or closes the response stream on
-Streamable HTTP (U5). The server ends it with a final result or a
-``notifications/cancelled`` naming the listen (U6).
+Streamable HTTP. The server ends it with a final result or a
+``notifications/cancelled`` naming the listen.
 
-**Legacy** (2025-11-25 and older, LG9): ``resources/subscribe`` for each URI
+**Legacy** (2025-11-25 and older): ``resources/subscribe`` for each URI
 (reference-counted across subscriptions, so closing one never unsubscribes a
 URI another still wants), then a ``ping`` confirms the session; the session's
 own list_changed and resources/updated notifications are filtered by what
 each subscription asked for.
 
-**Reconnects** (U7, T6): when the connection is lost, the current iteration
-ends; the subscription stays registered. When the client connects again (stdio
-restarts the server on the next request), every such subscription is
+**Reconnects**: when the connection is lost, the current iteration
+ends; the subscription stays registered. When the client connects again (a
+stdio server that died is started again at once for its subscriptions, when
+``restart`` is on; else they end with a reason), every such subscription is
 re-established by itself and delivers the synthetic event
 ``("mcp_sync/resubscribed", {"era", "subscriptionId", "notifications"})``
 first, so the subscriber knows notifications may have been missed (re-list
@@ -40,12 +41,14 @@ import functools
 import logging
 import queue
 import threading
+import time
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from ._engine import SUBSCRIPTION_ID, Engine
 from ._threads import Workers, join_quietly, spawn
 from .cancellation import CancellationToken
-from .exceptions import Cancelled, CapabilityError, ClientStateError, MCPError, RequestTimeout
+from .exceptions import Cancelled, CapabilityError, ClientStateError, ConnectionClosed, MCPError, RequestTimeout
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -70,6 +73,7 @@ _NEVER_DELIVERED = frozenset(
 )
 _RELISTEN_BACKOFF = (0.1, 0.5, 1.0)  # seconds before each re-listen of a broken stream
 _JOIN_TIMEOUT = 2.0
+_CLOSING_GRACE = 1.0  # seconds a listen thread waits for a dying connection to be reported
 _END = object()
 
 EventCallback = Callable[[str, dict], None]
@@ -106,8 +110,8 @@ class Subscription:
                     tools = list(client.tools())
 
     Attributes: ``requested`` (the filter asked of the server, after dropping
-    what its capabilities do not allow, U1), ``acknowledged`` (the filter the
-    server agreed to, U2; legacy: same as requested), ``subscription_id`` (the
+    what its capabilities do not allow), ``acknowledged`` (the filter the
+    server agreed to; legacy: same as requested), ``subscription_id`` (the
     listen request's id, modern), ``end_reason`` (why it ended, or None).
     """
 
@@ -146,7 +150,7 @@ class Subscription:
         return self._state
 
     def close(self) -> None:
-        """End the subscription (U5); idempotent, callable from any thread, callbacks included.
+        """End the subscription; idempotent, callable from any thread, callbacks included.
 
         Example: ``sub = client.listen(tools_list_changed=True); ...; sub.close()``
         """
@@ -260,8 +264,11 @@ class Subscription:
                 return
             except MCPError as exc:
                 if not self._ready.is_set():
+                    resubscribing = self._resubscribing
                     self._fail_before_ack(exc)
-                    return
+                    if resubscribing and not self._connection_ending(engine, exc):
+                        self._ended(f"re-establishing failed: {exc}")  # nobody waits on a re-listen: say why
+                    return  # (a lost connection suspends it instead, and a reconnect resumes it)
                 if not engine.alive:
                     return  # connection lost: on_closed suspends us, a reconnect resumes (U7)
                 if self._acks > acks_before:
@@ -278,6 +285,15 @@ class Subscription:
                 continue
             self._ended("the server ended the subscription")  # U6: graceful final result
             return
+
+    def _connection_ending(self, engine: Engine, error: MCPError) -> bool:
+        """True when ``engine``'s connection is gone or going (a failed write to a server that
+        exited comes a moment before the engine hears of the exit: wait that moment)."""
+        if isinstance(error, ConnectionClosed):
+            deadline = time.monotonic() + _CLOSING_GRACE
+            while engine.alive and time.monotonic() < deadline and not self._closed.wait(0.05):
+                pass
+        return not engine.alive
 
     def _fail_before_ack(self, error: MCPError) -> None:
         if not self._ready.is_set():
@@ -380,12 +396,19 @@ class Subscriptions:
     """The client's registry of subscriptions: routing, reconnects, legacy URI counts."""
 
     def __init__(self, client: Client) -> None:
-        self.client = client
+        self._client = weakref.ref(client)  # weak: listen threads must not keep the client alive
         self._lock = threading.Lock()
         self._subs: list[Subscription] = []
         self._uri_refs: dict[str, int] = {}
         self._uri_engine: Engine | None = None
         self._workers = Workers("client")  # re-establishing in the background
+
+    @property
+    def client(self) -> Client:
+        client = self._client()
+        if client is None:
+            raise ClientStateError("the client is gone")
+        return client
 
     def listen(
         self,
@@ -402,7 +425,7 @@ class Subscriptions:
             resource_uris = (resource_uris,)
         if not (tools_list_changed or prompts_list_changed or resources_list_changed or resource_uris):
             raise ValueError("listen() needs at least one notification type or resource URI")
-        negotiated = self.client._connected()
+        negotiated = self.client._connected(timeout, None, LISTEN)
         engine = self.client._engine
         if engine is None:
             raise ClientStateError("the client is closed")
@@ -444,7 +467,7 @@ class Subscriptions:
             else:
                 dropped.append("resourceSubscriptions")
         if dropped:
-            log.info("mcp_sync: the server's capabilities do not allow %s; not subscribed (U1)", dropped)
+            log.info("mcp_sync: the server's capabilities do not allow %s; not subscribed", dropped)  # U1
         if not requested:
             raise CapabilityError(f"{LISTEN}: the server supports none of the requested notifications {dropped}")
         return requested
@@ -457,8 +480,9 @@ class Subscriptions:
         return engine.request(method, wire, timeout=self.client.timeout)
 
     def post(self, callback: Callable[..., None], *args: Any) -> None:
-        dispatcher = self.client._dispatcher
-        if dispatcher is None or self.client.state.value == "closed":
+        client = self._client()
+        dispatcher = client._dispatcher if client is not None else None
+        if client is None or dispatcher is None or client.state.value == "closed":
             callback(*args)
         else:
             dispatcher.submit(callback, *args)
@@ -520,6 +544,16 @@ class Subscriptions:
             if sub._engine is engine:
                 sub._suspend()
 
+    def suspended(self) -> bool:
+        """True when some subscription waits for the connection to come back."""
+        return any(sub.state == "suspended" for sub in self._live())
+
+    def end_suspended(self, reason: str) -> None:
+        """The connection will not come back by itself: end every waiting subscription with ``reason``."""
+        for sub in self._live():
+            if sub.state == "suspended":
+                sub._ended(reason)
+
     def reconnected(self, engine: Engine, negotiated: Negotiated) -> None:
         """The client connected again (U7, T6): re-establish everything, in the background."""
         subs = [sub for sub in self._live() if sub._engine is not engine and sub.state in ("live", "suspended")]
@@ -564,6 +598,18 @@ class Subscriptions:
     def _in_background(self, engine: Engine, work: Callable[[], None]) -> None:
         """Run ``work`` on a thread that close_all() joins."""
         self._workers.spawn(work, "resubscribe")
+
+    def forget_after_fork(self) -> None:
+        """In a forked child: these subscriptions live on the parent's connection. End them here
+        without a word on the wire and without the parent's locks or threads (the parent's go on)."""
+        for sub in list(self._subs):
+            sub._lock = threading.Lock()
+            sub._state, sub.end_reason = "closed", "the process forked; the subscription stays with the parent"
+            sub._closed = threading.Event()
+            sub._closed.set()
+            sub._token, sub._thread = None, None
+            sub._queue.put(_END)
+        self._subs = []
 
     def close_all(self) -> None:
         """The client is closing: close every subscription (no unsubscribe round trips)."""

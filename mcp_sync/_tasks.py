@@ -20,12 +20,10 @@ from typing import TYPE_CHECKING, Any, Mapping
 import attrs
 
 from ._sentinels import USE_CLIENT_DEFAULT
+from ._values import Timeout, check_json, check_timeout
 from .cancellation import CancellationToken
-from .exceptions import Cancelled, RequestTimeout, server_error_from
-from .models import CallToolResult
-
-if TYPE_CHECKING:
-    pass
+from .exceptions import Cancelled, CapabilityError, ProtocolError, RequestTimeout, server_error_from
+from .models import CallToolResult, _opt_int, _opt_str, _required_str, ttl_ms
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
@@ -60,19 +58,26 @@ class Task:
 
     @classmethod
     def from_wire(cls, raw: dict[str, Any], era: str, client: TasksMixin | None) -> Task:
-        """From a modern CreateTaskResult / GetTaskResult, or a legacy ``task`` object."""
+        """From a modern CreateTaskResult / GetTaskResult, or a legacy ``task`` object.
+
+        Raises ProtocolError when the answer is not a task (no string ``taskId`` or
+        ``status``). A poll interval that is not a positive integer is ignored (the
+        default applies) and one above 30 s is capped; ``ttlMs`` is clamped to a day.
+        """
+        # legacy: CreateTaskResult wraps the task in "task"; tasks/get and tasks/list give it bare
         body: dict[str, Any] = raw["task"] if era == "legacy" and isinstance(raw.get("task"), dict) else raw
-        ttl = body.get("ttlMs", body.get("ttl"))
-        poll = body.get("pollIntervalMs", body.get("pollInterval"))
+        task_id = _required_str(body, "taskId", "task")
+        status = _required_str(body, "status", f"task {task_id!r}")
+        poll = _opt_int(body.get("pollIntervalMs", body.get("pollInterval")))
         return cls(
-            task_id=str(body.get("taskId", "")),
-            status=str(body.get("status", "working")),
+            task_id=task_id,
+            status=status,
             era=era,
-            status_message=body.get("statusMessage") if isinstance(body.get("statusMessage"), str) else None,
-            created_at=body.get("createdAt"),
-            last_updated_at=body.get("lastUpdatedAt"),
-            ttl_ms=ttl if isinstance(ttl, int) else None,
-            poll_interval_ms=poll if isinstance(poll, int) else None,
+            status_message=_opt_str(body.get("statusMessage")),
+            created_at=_opt_str(body.get("createdAt")),
+            last_updated_at=_opt_str(body.get("lastUpdatedAt")),
+            ttl_ms=ttl_ms(body.get("ttlMs", body.get("ttl"))),
+            poll_interval_ms=min(poll, int(MAX_POLL_INTERVAL * 1000)) if poll is not None and poll > 0 else None,
             raw=body,
             client=client,
         )
@@ -102,6 +107,8 @@ class Task:
         client = self._client
         if client is None:
             raise ValueError("this Task is not bound to a client")
+        poll_interval = check_timeout(poll_interval, "poll_interval", allow_default=False)
+        timeout = check_timeout(timeout, allow_default=False)
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             if not self.done:
@@ -176,42 +183,87 @@ class TasksMixin:
 
         def _send_with_input(self, method: str, params: dict[str, Any], **kwargs: Any) -> dict[str, Any]: ...
 
+        def _tool_arguments(
+            self, label: str, name: Any, arguments: Any, meta: Mapping[str, Any] | None
+        ) -> dict[str, Any]: ...
+
+        def discover(self) -> Any: ...
+
     def call_tool_as_task(
         self,
         name: str,
         arguments: Mapping[str, Any] | None = None,
         *,
         ttl: int | None = None,
-        timeout: Any = USE_CLIENT_DEFAULT,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
         meta: Mapping[str, Any] | None = None,
     ) -> Task:
         """Start a tool call as a task and return its :class:`Task` handle at once.
 
-        Modern servers get the ``io.modelcontextprotocol/tasks`` extension
-        declared on this request (X1) and decide whether to make a task; one
-        that answers at once gives an already completed Task. Legacy
-        2025-11-25 servers get ``params.task`` (LG12), with ``ttl`` in ms.
+        The server must offer tasks (modern: the ``io.modelcontextprotocol/tasks``
+        extension; 2025-11-25: ``tasks.requests.tools.call``), else
+        :class:`CapabilityError` is raised before anything is sent. A modern
+        server decides per call whether to make a task: one that answers at
+        once (the spec allows it) gives an already completed Task with an empty
+        ``task_id``, whose ``wait()`` returns the result. ``ttl`` is in ms. An
+        answer that is neither a task nor a tool result raises ProtocolError.
 
         Example::
 
             task = client.call_tool_as_task("long_job", {"input": "data"}, ttl=60_000)
             result = task.wait(timeout=600)
         """
+        # X1 (modern) and LG12 (legacy): only a server that offers tasks gets a task request.
+        args = self._tool_arguments("call_tool_as_task", name, arguments, meta)
+        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0):
+            raise ValueError(f"call_tool_as_task({name!r}): ttl must be a positive number of milliseconds or None")
+        timeout = check_timeout(timeout)
         self._require("tools", "tools/call")
-        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        era = self._connected().era
+        if not self._offers_tasks():
+            what = "the tasks extension" if era == "modern" else "tasks for tools/call"
+            raise CapabilityError(
+                f"call_tool_as_task({name!r}): the server does not offer {what}", method="tools/call"
+            )
+        params: dict[str, Any] = {"name": name, "arguments": args}
         options: dict[str, Any] = {"timeout": timeout, "cancel": cancel, "meta": meta}
-        if self._connected().era == "legacy":
+        if era == "legacy":
             params["task"] = {"ttl": ttl} if ttl is not None else {}
             raw = self._send("tools/call", params, **options)
-            if isinstance(raw.get("task"), dict):
-                return Task.from_wire(raw, "legacy", self)
-        else:
-            raw = self._send_with_input("tools/call", params, extensions={TASKS_EXTENSION: {}}, **options)
-            if raw.get("resultType") == "task":
-                return Task.from_wire(raw, "modern", self)
-        # answered at once: a task that is already complete, its result inline
+            if not isinstance(raw.get("task"), dict):
+                raise ProtocolError(
+                    f"call_tool_as_task({name!r}): the server answered without a task handle", method="tools/call"
+                )
+            return Task.from_wire(raw, "legacy", self)
+        raw = self._send_with_input("tools/call", params, extensions={TASKS_EXTENSION: {}}, **options)
+        if raw.get("resultType") == "task":
+            return Task.from_wire(raw, "modern", self)
+        if not isinstance(raw.get("content"), list):
+            raise ProtocolError(
+                f"call_tool_as_task({name!r}): the answer is neither a task nor a tool result", method="tools/call"
+            )
+        # X2: the server chose to answer at once: a task that is already complete, its result inline
         return Task(task_id="", status="completed", era="modern", raw={"result": raw}, client=self)
+
+    def _offers_tasks(self) -> bool:
+        """Whether the server offers tasks for tools/call (a stale modern answer is re-fetched first)."""
+        for attempt in range(2):
+            negotiated = self._connected()
+            capabilities = negotiated.server_capabilities
+            if negotiated.era == "modern":
+                extensions = capabilities.get("extensions")
+                if isinstance(extensions, dict) and TASKS_EXTENSION in extensions:
+                    return True
+                if attempt == 0:
+                    self.discover()  # reuses a fresh answer; a stale one is fetched again
+                    continue
+                return False
+            tasks = capabilities.get("tasks")
+            requests = tasks.get("requests") if isinstance(tasks, dict) else None
+            tools = requests.get("tools") if isinstance(requests, dict) else None
+            return isinstance(tools, dict) and "call" in tools
+        return False
 
     def _task_request(self, method: str, task: Task, **params: Any) -> dict[str, Any]:
         extensions: dict[str, Any] | None = {TASKS_EXTENSION: {}} if task.era == "modern" else None
@@ -226,7 +278,7 @@ class TasksMixin:
         return Task.from_wire(self._task_request("tasks/get", handle), handle.era, self)
 
     def update_task(self, task: Task | str, input_responses: Mapping[str, Any]) -> None:
-        """Answer a modern task's ``inputRequests`` (``tasks/update``, X4).
+        """Answer a modern task's ``inputRequests`` (``tasks/update``).
 
         ``input_responses`` maps each input request's key to its answer (what the
         matching handler would return, e.g. an ElicitResult).
@@ -236,10 +288,14 @@ class TasksMixin:
             requests = client.get_task(task).raw.get("inputRequests", {})
             client.update_task(task, {key: {"action": "accept", "content": {"ok": True}} for key in requests})
         """
-        self._task_request("tasks/update", self._task_handle(task), inputResponses=dict(input_responses))
+        if not isinstance(input_responses, Mapping):
+            raise TypeError(f"update_task: input_responses must be a dict, not {type(input_responses).__name__}")
+        responses = dict(input_responses)
+        check_json(responses, "update_task: input_responses")
+        self._task_request("tasks/update", self._task_handle(task), inputResponses=responses)
 
     def cancel_task(self, task: Task | str) -> None:
-        """Ask the server to cancel a task (``tasks/cancel``; cooperative, K5).
+        """Ask the server to cancel a task (``tasks/cancel``; the server stops when it can).
 
         Example: ``client.cancel_task(task)`` (or by id: ``client.cancel_task(task.task_id)``)
         """
@@ -257,6 +313,8 @@ class TasksMixin:
     def _task_handle(self, task: Task | str) -> Task:
         if isinstance(task, Task):
             return task
+        if not isinstance(task, str):
+            raise TypeError(f"task must be a Task or a task id string, not {type(task).__name__}")
         return Task(task_id=task, status="working", era=self._connected().era, client=self)
 
     def _task_result(self, task: Task, timeout: float | None) -> CallToolResult:

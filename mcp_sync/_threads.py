@@ -60,6 +60,11 @@ class Workers:
             self._threads.add(thread)
         return thread
 
+    def __len__(self) -> int:
+        """How many workers are running now."""
+        with self._lock:
+            return len(self._threads)
+
     def close(self, timeout: float) -> None:
         """Refuse new workers and join the running ones, ``timeout`` seconds in all."""
         deadline = time.monotonic() + timeout
@@ -71,7 +76,7 @@ class Workers:
 
 
 def run_concurrently(
-    calls: dict[str, tuple[Any, ...]], server: str
+    calls: dict[str, tuple[Any, ...]], server: str, role: str = "handler"
 ) -> dict[str, tuple[Any, BaseException | None]]:
     """Run each ``key: (function, *args)`` and return ``key: (value, error)``.
 
@@ -88,7 +93,7 @@ def run_concurrently(
 
     results: dict[str, tuple[Any, BaseException | None]] = {}
     keys = list(calls)
-    helpers = [spawn(lambda k=key: run(k), "handler", server) for key in keys[1:]]  # type: ignore[misc]
+    helpers = [spawn(lambda k=key: run(k), role, server) for key in keys[1:]]  # type: ignore[misc]
     if keys:
         run(keys[0])
     for thread in helpers:
@@ -146,18 +151,43 @@ class Outcome:
 class Dispatcher:
     """Runs callbacks one at a time, in submission order, on its own thread.
 
-    A callback that raises is logged and the next one runs. ``stop()`` lets the
-    queued callbacks finish (bounded by ``timeout``) and ends the thread.
+    A callback that raises is logged and the next one runs. Nothing here ever
+    blocks the caller (a transport's reader thread):
+
+    * :meth:`submit` always queues: it is for what a waiting request or the end of
+      the connection depends on, and the engine keeps those few (at most one
+      progress callback per request is ever queued: later values are coalesced).
+    * :meth:`offer` queues unless ``max_queued`` callbacks already wait; then the
+      callback is dropped, counted in :attr:`dropped` and a warning is logged once
+      per overflow. Notifications go this way, so a server cannot grow the queue
+      without bound while the application's callbacks fall behind.
+
+    :meth:`stop` discards what is still queued: once it returns, no queued callback
+    runs. A callback already running in user code cannot be stopped; ``stop`` waits
+    up to ``timeout`` seconds for it and returns; that callback then runs to its
+    end and is the last one.
+
+    Example::
+
+        dispatcher = Dispatcher("demo")
+        dispatcher.submit(print, "runs on mcp_sync-dispatch-demo")
+        dispatcher.stop()
     """
 
     _STOP = object()
+    #: How many callbacks may wait before :meth:`offer` starts dropping.
+    DEFAULT_MAX_QUEUED = 10_000
 
-    def __init__(self, server: str) -> None:
+    def __init__(self, server: str, *, max_queued: int = DEFAULT_MAX_QUEUED) -> None:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._server = server
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._stopped = False
+        self.max_queued = max_queued
+        #: Callbacks :meth:`offer` dropped because the queue was full.
+        self.dropped = 0
+        self._overflowing = False
 
     def _ensure_started(self) -> None:
         if self._thread is None:
@@ -169,20 +199,47 @@ class Dispatcher:
     def thread(self) -> threading.Thread | None:
         return self._thread
 
+    @property
+    def stopped(self) -> bool:
+        """True once :meth:`stop` was called: nothing queued runs any more."""
+        return self._stopped
+
     def on_thread(self) -> bool:
         """True when called from the dispatch thread itself."""
         return self._thread is not None and threading.current_thread() is self._thread
 
-    def submit(self, callback: Callable[..., Any], *args: Any) -> None:
+    def submit(self, callback: Callable[..., Any], *args: Any) -> bool:
+        """Queue ``callback(*args)``; never dropped while running. False once stopped."""
         if self._stopped:
-            return
+            return False
         self._ensure_started()
         self._queue.put((callback, args))
+        return True
+
+    def offer(self, callback: Callable[..., Any], *args: Any) -> bool:
+        """Queue ``callback(*args)`` unless the queue is full (then drop it); True when queued."""
+        if self._stopped:
+            return False
+        if self._queue.qsize() >= self.max_queued:
+            with self._lock:
+                self.dropped += 1
+                first, self._overflowing = not self._overflowing, True
+            if first:
+                log.warning(
+                    "mcp_sync: %s: callbacks are %d behind; dropping notifications until they catch up"
+                    " (%d dropped so far)",
+                    self._server,
+                    self.max_queued,
+                    self.dropped,
+                )
+            return False
+        self._overflowing = False
+        return self.submit(callback, *args)
 
     def _run(self) -> None:
         while True:
             item = self._queue.get()
-            if item is self._STOP:
+            if item is self._STOP or self._stopped:
                 return
             callback, args = item
             try:
@@ -190,11 +247,17 @@ class Dispatcher:
             except Exception:
                 log.exception("mcp_sync: a callback raised (ignored)")
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = 2.0) -> None:
+        """Discard the queued callbacks and end the thread, waiting at most ``timeout`` s for a running one."""
         with self._lock:
             if self._stopped:
                 return
             self._stopped = True
+        while True:  # what is queued never runs: the thread checks ``_stopped`` before each callback
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                break
         if self._thread is not None:
             self._queue.put(self._STOP)
             join_quietly(self._thread, timeout)

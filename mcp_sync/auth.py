@@ -16,17 +16,20 @@ request. A 403 ``insufficient_scope`` steps up to the union of the scopes
 (A8), a bounded number of times. Registrations and tokens are kept per
 authorization server issuer (A3, A10) in a pluggable :class:`TokenStore`.
 
-Example::
+Tokens are refreshed shortly before they expire (:data:`REFRESH_MARGIN`), by
+one thread for all; URLs a server advertises are fetched only where
+:class:`~mcp_sync._oauth_flow.UrlPolicy` allows (SSRF guards). Private-key
+client authentication and cross-app access sign or carry JWTs; their crypto is
+the optional ``jwt`` extra (``pip install 'mcp-sync[jwt]'``).
 
-    import webbrowser
+Example (a script or notebook: the system browser, the redirect caught on loopback,
+tokens kept across runs)::
+
     import mcp_sync
 
-    def on_authorize(url: str) -> str:
-        webbrowser.open(url)   # a real app also runs a server on redirect_uri ...
-        return wait_for_callback()   # ... and returns the full URL the browser landed on
-
     auth = mcp_sync.OAuth(client_name="My app", redirect_uri="http://127.0.0.1:8765/callback",
-                          on_authorize=on_authorize)
+                          on_authorize=mcp_sync.auth.browser_authorize,
+                          token_store=mcp_sync.FileTokenStore("~/.config/my-app/tokens.json"))
     with mcp_sync.Client.http("https://mcp.example.com/mcp", auth=auth) as client:
         print([tool.name for tool in client.tools()])
 """
@@ -39,15 +42,22 @@ import logging
 import secrets
 import threading
 import time
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Mapping, Protocol, Union
 
+from ._browser_auth import browser_authorize
 from ._oauth_flow import (
+    AUTHORIZATION,
+    DISCOVERY,
+    REGISTRATION,
+    TOKEN,
     Http,
+    UrlPolicy,
     canonical_resource,
     check_redirect,
     choose_auth_method,
     discover_as,
     discover_prm,
+    failure,
     is_loopback,
     origin_of,
     parse_bearer_challenge,
@@ -55,23 +65,57 @@ from ._oauth_flow import (
     register_client,
     resource_covers,
     scope_list,
+    strip_query,
     token_request,
     with_query,
 )
-from .exceptions import AuthorizationError
+from ._token_store import FileTokenStore
+from .exceptions import AuthorizationError, InsufficientScopeError
 
 log = logging.getLogger("mcp_sync.auth")
 
-GRANTS = ("authorization_code", "client_credentials")
+GRANTS = ("authorization_code", "client_credentials", "cross_app_access")
+REFRESH_MARGIN = 60.0  # seconds before expiry a token is renewed (half its lifetime if it lives < 2 min)
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"  # RFC 8693
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"  # RFC 7523 section 2.1
+ID_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id_token"
+ID_JAG_TYPE = "urn:ietf:params:oauth:token-type:id-jag"  # Identity Assertion JWT Authorization Grant
+
+PrivateKey = Union[str, bytes, Mapping[str, Any]]
+
+__all__ = [
+    "REFRESH_MARGIN",
+    "FileTokenStore",
+    "MemoryTokenStore",
+    "OAuth",
+    "TokenStore",
+    "browser_authorize",
+]
+
+
+def refresh_due(tokens: Mapping[str, Any], now: float | None = None) -> bool:
+    """True when ``tokens`` expire within the refresh margin: REFRESH_MARGIN seconds, or half
+    their lifetime for tokens that live less than twice that. Tokens without an expiry never are."""
+    expires_at, issued_at = tokens.get("expires_at"), tokens.get("issued_at")
+    if not isinstance(expires_at, (int, float)):
+        return False
+    lifetime = expires_at - issued_at if isinstance(issued_at, (int, float)) else float("inf")
+    if lifetime <= 0:
+        return False  # nonsense lifetimes: leave it to the 401
+    margin = REFRESH_MARGIN if lifetime >= 2 * REFRESH_MARGIN else lifetime / 2
+    return (time.time() if now is None else now) >= expires_at - margin
 
 
 class TokenStore(Protocol):
     """Where :class:`OAuth` keeps what it learned, one JSON-serialisable dict per
     authorization server issuer (A3): ``{"client": {...}, "tokens": {resource: {...}}}``.
 
-    Implement it to persist registrations and tokens across runs; keep the
-    storage private to the user, it holds refresh tokens and client secrets (A11).
+    Implement it to persist registrations and tokens across runs (or use
+    :class:`FileTokenStore`); keep the storage private to the user, it holds
+    refresh tokens and client secrets (A11).
     Called with :class:`OAuth`'s flow lock held, from transport worker threads.
+    A store may also offer ``update(issuer, change)`` (read, change, write as one
+    step, as :class:`FileTokenStore` does); OAuth then uses it for every write.
     """
 
     def load(self, issuer: str) -> dict[str, Any] | None: ...
@@ -106,13 +150,16 @@ class MemoryTokenStore:
 class _Context:
     """What discovery established for one flow."""
 
-    __slots__ = ("issuer", "meta", "resource", "scopes_supported")
+    __slots__ = ("issuer", "meta", "resource", "scopes_supported", "server_url")
 
-    def __init__(self, issuer: str, meta: dict[str, Any], resource: str, scopes_supported: list[str]) -> None:
+    def __init__(
+        self, issuer: str, meta: dict[str, Any], resource: str, scopes_supported: list[str], server_url: str
+    ) -> None:
         self.issuer = issuer
         self.meta = meta
         self.resource = resource
         self.scopes_supported = scopes_supported
+        self.server_url = server_url
 
 
 class OAuth:
@@ -124,13 +171,19 @@ class OAuth:
         Shown to the user by the authorization server; sent in registrations.
     ``redirect_uri``
         Where the authorization server sends the user-agent back; a loopback
-        URI (the default) registers the client as ``application_type`` native (A9).
+        URI (the default) registers the client as ``application_type`` native.
     ``scopes``
         Scopes to ask for when neither the server's 401 challenge nor its
-        Protected Resource Metadata names any (A8).
+        Protected Resource Metadata names any.
     ``client_id``, ``client_secret``, ``issuer``
-        A pre-registered client (A9). With ``issuer`` set the credentials are
-        used only with that authorization server (A10); otherwise with any.
+        A pre-registered client. With ``issuer`` set the credentials are
+        used only with that authorization server; otherwise with any.
+    ``private_key``, ``signing_algorithm``, ``key_id``
+        Authenticate the pre-registered ``client_id`` with signed JWT assertions
+        (``private_key_jwt``, RFC 7523) instead of a secret: a PEM private key
+        (str or bytes) or a JWK (dict or JSON); the algorithm (ES256, RS256, ...)
+        defaults to the JWK's ``alg`` or the key type's usual one. Needs the
+        ``jwt`` extra: ``pip install 'mcp-sync[jwt]'``.
     ``client_metadata_url``
         An HTTPS URL serving this client's Client ID Metadata Document; used
         as the client id where the server advertises
@@ -138,30 +191,45 @@ class OAuth:
     ``on_authorize``
         ``callable(authorization_url) -> redirect_url``: show the URL to the
         user (open a browser) and return the full URL the browser was
-        redirected to (a real app listens on ``redirect_uri`` for it). Runs on
-        the transport's worker thread and may block as long as the user takes.
-        Without it, only ``grant_type="client_credentials"`` or stored tokens work.
+        redirected to. :func:`browser_authorize` does that for scripts and
+        notebooks. Runs on the transport's worker thread and may block as long
+        as the user takes. Without it, only the non-interactive grants or
+        stored tokens work.
     ``token_store``
         A :class:`TokenStore`; default in-memory, private to this object.
+        :class:`FileTokenStore` keeps tokens across restarts.
     ``max_step_ups``
         How many times one request may be re-authorized for a 403
-        ``insufficient_scope`` (A8) before AuthorizationError. Default 2.
+        ``insufficient_scope`` before :class:`~mcp_sync.InsufficientScopeError`. Default 2.
     ``grant_type``
-        ``"authorization_code"`` (default, on behalf of a user) or
-        ``"client_credentials"`` (the OAuth client credentials extension, with
-        ``client_secret_basic`` or ``client_secret_post``; ``private_key_jwt``
-        is not supported).
+        ``"authorization_code"`` (default, on behalf of a user),
+        ``"client_credentials"`` (a machine client: ``client_secret_basic``,
+        ``client_secret_post`` or ``private_key_jwt``), or ``"cross_app_access"``
+        (enterprise-managed authorization: the user's ID token from the
+        enterprise identity provider is exchanged there for an identity
+        assertion grant, RFC 8693, which the MCP authorization server takes as
+        a ``jwt-bearer`` grant, RFC 7523).
+    ``id_token``, ``idp_token_endpoint``, ``idp_client_id``, ``idp_client_secret``
+        For ``cross_app_access``: the user's ID token (or a callable returning
+        a fresh one), and this client at the identity provider.
     ``timeout``
         Seconds for each HTTP call to metadata, registration and token endpoints.
 
+    Tokens are renewed shortly before they expire (a refresh token, or the
+    non-interactive grant again), once for all threads, and again on a 401.
+
     Raises :class:`~mcp_sync.AuthorizationError` (from the request that hit the
-    challenge) whenever the flow fails or is refused. Thread-safe: concurrent
-    401s from many threads run one flow, the others wait and reuse its token.
+    challenge) whenever the flow fails or is refused; its ``step`` and ``url``
+    say where. Thread-safe: concurrent 401s from many threads run one flow,
+    the others wait and reuse its token.
 
     Example::
 
         auth = mcp_sync.OAuth(client_id="my-app", client_secret=secret, grant_type="client_credentials")
         client = mcp_sync.Client.http("https://mcp.example.com/mcp", auth=auth)
+
+        signed = mcp_sync.OAuth(client_id="my-app", private_key=open("key.pem").read(),
+                                grant_type="client_credentials")   # pip install 'mcp-sync[jwt]'
     """
 
     def __init__(
@@ -173,19 +241,30 @@ class OAuth:
         client_id: str | None = None,
         client_secret: str | None = None,
         issuer: str | None = None,
+        private_key: PrivateKey | None = None,
+        signing_algorithm: str | None = None,
+        key_id: str | None = None,
         client_metadata_url: str | None = None,
         on_authorize: Callable[[str], str] | None = None,
         token_store: TokenStore | None = None,
         max_step_ups: int = 2,
         grant_type: str = "authorization_code",
+        id_token: str | Callable[[], str] | None = None,
+        idp_token_endpoint: str | None = None,
+        idp_client_id: str | None = None,
+        idp_client_secret: str | None = None,
         timeout: float = 30.0,
     ) -> None:
         if grant_type not in GRANTS:
             raise ValueError(f"grant_type must be one of {GRANTS}, not {grant_type!r}")
         if max_step_ups < 0:
             raise ValueError("max_step_ups must be >= 0")
-        if grant_type == "client_credentials" and not client_id:
-            raise ValueError("grant_type='client_credentials' needs client_id (and client_secret)")
+        if grant_type != "authorization_code" and not client_id:
+            raise ValueError(f"grant_type={grant_type!r} needs client_id (and client_secret or private_key)")
+        if grant_type == "cross_app_access" and not (id_token and idp_token_endpoint):
+            raise ValueError("grant_type='cross_app_access' needs id_token and idp_token_endpoint")
+        if private_key is not None and not client_id:
+            raise ValueError("private_key authenticates a pre-registered client: pass client_id too")
         self.client_name = client_name
         self.redirect_uri = redirect_uri
         self.scopes = list(scopes or [])
@@ -197,11 +276,22 @@ class OAuth:
         self.token_store: TokenStore = token_store if token_store is not None else MemoryTokenStore()
         self.max_step_ups = max_step_ups
         self.grant_type = grant_type
+        self.id_token = id_token
+        self.idp_token_endpoint = idp_token_endpoint
+        self.idp_client_id = idp_client_id
+        self.idp_client_secret = idp_client_secret
         self.timeout = timeout
-        self._lock = threading.Lock()  # guards _active and _server
+        self._signing_key: Any = None
+        if private_key is not None:
+            from ._jwt import SigningKey
+
+            self._signing_key = SigningKey(private_key, signing_algorithm, key_id)
+            self._signing_key.sign({"probe": True})  # a missing extra or a bad key fails here, not mid-flow
+        self._lock = threading.Lock()  # guards _active, _server and _stale
         self._flow_lock = threading.Lock()  # one flow at a time, whatever the number of threads
-        self._active: tuple[str, str, dict[str, Any]] | None = None  # (issuer, resource, tokens)
-        self._server: str | None = None  # origin the active token may be sent to (A7)
+        self._active: tuple[_Context, dict[str, Any]] | None = None
+        self._server: str | None = None  # origin the active token may be sent to
+        self._stale: dict[str, Any] | None = None  # tokens whose early renewal failed: wait for the 401
         self._request_local = threading.local()  # step-ups of the request this thread is answering
 
     # -- what the transport calls ---------------------------------------------------------
@@ -209,14 +299,24 @@ class OAuth:
     def headers_for(self, url: str) -> dict[str, str]:
         """``{"Authorization": "Bearer ..."}`` for a request to ``url``, or ``{}``.
 
-        A7: the token goes on every request to the MCP server (POST, GET
-        stream, DELETE), in the header only, and never to another origin.
+        The token goes on every request to the MCP server (POST, GET stream,
+        DELETE), in the header only, and never to another origin. A token about
+        to expire is renewed first (one thread renews, the others wait for it).
         """
+        active = self._active_for(url)
+        if active is None:
+            return {}
+        tokens = active[1]
+        if refresh_due(tokens) and tokens is not self._stale:
+            tokens = self._renew_early(active)
+        return {"Authorization": f"Bearer {tokens['access_token']}"}
+
+    def _active_for(self, url: str) -> tuple[_Context, dict[str, Any]] | None:
         with self._lock:
             active, server = self._active, self._server
         if active is None or server is None or origin_of(canonical_resource(url)) != server:
-            return {}
-        return {"Authorization": f"Bearer {active[2]['access_token']}"}
+            return None
+        return active
 
     @property
     def auth_context(self) -> str | None:
@@ -226,8 +326,8 @@ class OAuth:
             active = self._active
         if active is None:
             return None
-        digest = hashlib.sha256(active[2]["access_token"].encode()).hexdigest()[:16]
-        return f"{active[0]}#{digest}"
+        digest = hashlib.sha256(active[1]["access_token"].encode()).hexdigest()[:16]
+        return f"{active[0].issuer}#{digest}"
 
     def __call__(self, request: Any) -> Any:
         """The ``requests`` auth protocol: add :meth:`headers_for` to a prepared request."""
@@ -239,7 +339,7 @@ class OAuth:
 
         ``attempt`` counts the challenges this same request already had. A 401
         (re)authorizes, or refreshes a token; a 403 ``insufficient_scope`` steps
-        up to the union of the scopes (A8) at most ``max_step_ups`` times per
+        up to the union of the scopes at most ``max_step_ups`` times per
         request; any other 403 is not about OAuth (False). Blocks for the whole
         flow (including ``on_authorize``); raises AuthorizationError.
         """
@@ -251,22 +351,29 @@ class OAuth:
         sent = request.headers.get("Authorization") if request is not None else None
         server_url = canonical_resource(response.url or (request.url if request is not None else ""))
         if status == 401 and attempt > 0:
-            raise AuthorizationError(f"OAuth: {server_url} refused the token it was just given (HTTP 401)")
+            raise failure(TOKEN, server_url, "the server refused the token it was just given (HTTP 401)")
         # A8 retry limit, per request: one request's rounds all run on one transport thread.
         step_ups = 0 if attempt == 0 else getattr(self._request_local, "step_ups", 0)
         if status == 403:
             if step_ups >= self.max_step_ups:
-                raise AuthorizationError(
-                    f"OAuth: {server_url} still answers insufficient_scope after {step_ups} step-up "
-                    f"authorizations (scope {challenge.get('scope')!r}); giving up (A8 retry limit)"
+                scope, description = challenge.get("scope"), challenge.get("error_description")
+                raise InsufficientScopeError(
+                    f"OAuth authorization failed at {server_url}: the server still answers insufficient_scope "
+                    f"after {step_ups} step-up authorizations (scope {scope!r}"
+                    f"{f', {description}' if description else ''}); giving up (retry limit max_step_ups="
+                    f"{self.max_step_ups})",
+                    scope=scope,
+                    error_description=description,
+                    url=server_url,
                 )
             step_ups += 1
         self._request_local.step_ups = step_ups
         with self._flow_lock:
-            current = self.headers_for(server_url).get("Authorization")
+            active = self._active_for(server_url)
+            current = f"Bearer {active[1]['access_token']}" if active is not None else None
             if current is not None and current != sent:
                 return True  # another thread got a new token while this one waited: just retry with it
-            http = Http(self.timeout)
+            http = Http(self.timeout, UrlPolicy(server_url))
             try:
                 context = self._discover(http, server_url, challenge)
                 if status == 401:
@@ -282,10 +389,11 @@ class OAuth:
     # -- discovery ----------------------------------------------------------------------------
 
     def _discover(self, http: Http, server_url: str, challenge: dict[str, str]) -> _Context:
-        """PRM (A1) and its resource check, then AS metadata (A2) and PKCE support (A4).
+        """Protected Resource Metadata and its resource check, then authorization server
+        metadata and PKCE support.
 
         Run on every challenge, never cached: the server may have moved to
-        another authorization server meanwhile (A10, authorization-server-migration).
+        another authorization server meanwhile (authorization-server-migration).
         """
         found = discover_prm(http, server_url, challenge.get("resource_metadata"))
         if found is None:
@@ -293,25 +401,29 @@ class OAuth:
         prm_url, prm = found
         resource = prm.get("resource")
         if not isinstance(resource, str) or not resource_covers(resource, server_url):
-            raise AuthorizationError(
-                f"OAuth: the protected resource metadata at {prm_url} is for resource {resource!r}, "
-                f"not this server ({server_url}); refusing to authorize for it"
+            raise failure(
+                DISCOVERY,
+                prm_url,
+                f"the protected resource metadata is for resource {resource!r}, "
+                f"not this server ({server_url}); refusing to authorize for it",
             )
         servers = [s for s in prm["authorization_servers"] if isinstance(s, str) and s]
         if not servers:
-            raise AuthorizationError(f"OAuth: {prm_url} names no authorization server")
+            raise failure(DISCOVERY, prm_url, "the protected resource metadata names no authorization server")
         issuer = servers[0]
         meta = discover_as(http, issuer)
         if meta is None:
-            raise AuthorizationError(f"OAuth: no authorization server metadata found for {issuer} (RFC 8414, OIDC)")
+            raise failure(DISCOVERY, issuer, "no authorization server metadata found (RFC 8414, OpenID Connect)")
         if self.grant_type == "authorization_code":
             methods = meta.get("code_challenge_methods_supported")
             if not isinstance(methods, list) or "S256" not in methods:
-                raise AuthorizationError(
-                    f"OAuth: {issuer} does not advertise PKCE S256 (code_challenge_methods_supported: "
-                    f"{methods!r}); refusing to proceed (A4)"
+                raise failure(
+                    DISCOVERY,
+                    issuer,
+                    f"the authorization server does not advertise PKCE S256 (code_challenge_methods_supported: "
+                    f"{methods!r}); refusing to proceed",
                 )
-        return _Context(issuer, meta, resource, scope_list(prm.get("scopes_supported")))
+        return _Context(issuer, meta, resource, scope_list(prm.get("scopes_supported")), server_url)
 
     def _legacy_context(self, http: Http, server_url: str) -> _Context:
         """LG15: a 2025-03-26 server has no PRM; its origin is the authorization server, whose
@@ -330,8 +442,8 @@ class OAuth:
             }
         methods = meta.get("code_challenge_methods_supported")
         if isinstance(methods, list) and "S256" not in methods and self.grant_type == "authorization_code":
-            raise AuthorizationError(f"OAuth: {issuer} does not support PKCE S256 (A4)")
-        return _Context(issuer, meta, server_url, [])
+            raise failure(DISCOVERY, issuer, "the authorization server does not support PKCE S256")
+        return _Context(issuer, meta, server_url, [], server_url)
 
     # -- tokens -------------------------------------------------------------------------------
 
@@ -339,23 +451,62 @@ class OAuth:
         """A 401: a stored token not yet tried, else a refresh, else a new authorization."""
         state = self.token_store.load(context.issuer) or {}
         tokens = state.get("tokens", {}).get(context.resource)
-        if tokens and f"Bearer {tokens.get('access_token')}" != sent:
+        if tokens and f"Bearer {tokens.get('access_token')}" != sent and not refresh_due(tokens):
             self._activate(context, tokens)
             return
-        if tokens and tokens.get("refresh_token"):
+        if tokens and tokens.get("refresh_token") and isinstance(state.get("client"), dict):
             try:
                 self._refresh(http, context, state["client"], tokens)
                 return
-            except (AuthorizationError, KeyError) as exc:  # refresh tokens may be revoked at any time
+            except AuthorizationError as exc:  # refresh tokens may be revoked at any time
                 log.info("mcp_sync: refreshing the token failed (%s); authorizing again", exc)
         scopes = scope_list(challenge.get("scope")) or context.scopes_supported or self.scopes
         self._obtain(http, context, scopes)
 
+    def _renew_early(self, active: tuple[_Context, dict[str, Any]]) -> dict[str, Any]:
+        """Renew the active tokens before they expire; the tokens to send now.
+
+        One thread renews; the others wait on the flow lock and then find the new
+        tokens. Only non-interactive renewals happen here (a refresh token, or the
+        client credentials / cross-app grant again); when there is none, or it
+        fails, the request goes with the old token and a 401 runs the full flow.
+        """
+        context, tokens = active
+        if not tokens.get("refresh_token") and self.grant_type == "authorization_code":
+            return tokens
+        # bounded: another thread may hold the lock for a whole interactive flow
+        if not self._flow_lock.acquire(timeout=self.timeout):
+            return tokens
+        try:
+            with self._lock:
+                current = self._active
+            if current is not None and current[1] is not tokens:
+                return current[1]  # another thread renewed them while this one waited
+            http = Http(self.timeout, UrlPolicy(context.server_url))
+            try:
+                client = (self.token_store.load(context.issuer) or {}).get("client")
+                if tokens.get("refresh_token") and isinstance(client, dict):
+                    self._refresh(http, context, client, tokens)
+                else:
+                    self._obtain(http, context, list(tokens.get("scopes") or []))
+            except AuthorizationError as exc:
+                log.info("mcp_sync: renewing the token before it expires failed (%s)", exc)
+                with self._lock:
+                    self._stale = tokens
+                return tokens
+            finally:
+                http.close()
+            with self._lock:
+                current = self._active
+            return current[1] if current is not None else tokens
+        finally:
+            self._flow_lock.release()
+
     def _step_up_scopes(self, context: _Context, challenge: dict[str, str]) -> list[str]:
-        """A8: the union of what was asked before (from this issuer) and what the challenge names."""
+        """The union of what was asked before (from this issuer) and what the challenge names."""
         with self._lock:
             active = self._active
-        previous = active[2].get("scopes", []) if active is not None and active[0] == context.issuer else []
+        previous = active[1].get("scopes", []) if active is not None and active[0].issuer == context.issuer else []
         return list(dict.fromkeys([*previous, *scope_list(challenge.get("scope"))]))
 
     def _obtain(self, http: Http, context: _Context, scopes: list[str]) -> None:
@@ -364,18 +515,70 @@ class OAuth:
             form = {"grant_type": "client_credentials", "resource": context.resource}
             if scopes:
                 form["scope"] = " ".join(scopes)
-            body = token_request(http, self._endpoint(context, "token_endpoint"), form, client)
+            body = self._token(http, context, form, client)
+        elif self.grant_type == "cross_app_access":
+            form = {"grant_type": JWT_BEARER, "assertion": self._identity_grant(http, context, scopes)}
+            form["resource"] = context.resource
+            if scopes:
+                form["scope"] = " ".join(scopes)
+            body = self._token(http, context, form, client)
         else:
             body = self._authorization_code(http, context, client, scopes)
         self._save(context, client, body, scopes)
 
+    def _token(self, http: Http, context: _Context, form: dict[str, str], client: dict[str, Any]) -> dict[str, Any]:
+        """A token request at the authorization server, signing a client assertion where needed."""
+        endpoint = self._endpoint(context, "token_endpoint", TOKEN)
+        assertion = None
+        if client.get("auth_method") == "private_key_jwt":
+            from ._jwt import client_assertion
+
+            if self._signing_key is None:
+                raise failure(TOKEN, endpoint, "the client authenticates with private_key_jwt but has no private_key")
+            # aud: the authorization server's issuer identifier (RFC 7523bis; what MCP servers check)
+            assertion = client_assertion(self._signing_key, client["client_id"], context.issuer)
+        return token_request(http, endpoint, form, client, assertion=assertion)
+
+    def _identity_grant(self, http: Http, context: _Context, scopes: list[str]) -> str:
+        """Cross-app access: exchange the user's ID token at the identity provider (RFC 8693)
+        for an identity assertion grant (ID-JAG) for this authorization server and resource."""
+        endpoint = self._checked(str(self.idp_token_endpoint), TOKEN)
+        id_token = self.id_token() if callable(self.id_token) else self.id_token
+        if not isinstance(id_token, str) or not id_token:
+            raise failure(TOKEN, endpoint, "no ID token to exchange (id_token gave none)")
+        form = {
+            "grant_type": TOKEN_EXCHANGE,
+            "requested_token_type": ID_JAG_TYPE,
+            "subject_token": id_token,
+            "subject_token_type": ID_TOKEN_TYPE,
+            "audience": context.issuer,
+            "resource": context.resource,
+        }
+        if scopes:
+            form["scope"] = " ".join(scopes)
+        idp_client = {
+            "client_id": self.idp_client_id or self.client_id,
+            "client_secret": self.idp_client_secret,
+            "auth_method": "client_secret_basic" if self.idp_client_secret else "none",
+        }
+        # the identity provider is configured by the user, not advertised by a server: no SSRF policy
+        body = token_request(http, endpoint, form, idp_client, bearer=False, guarded=False)
+        if body.get("issued_token_type", ID_JAG_TYPE) != ID_JAG_TYPE:
+            issued = body.get("issued_token_type")
+            raise failure(TOKEN, endpoint, f"the token exchange issued a {issued!r}, not an identity assertion grant")
+        grant: str = body["access_token"]
+        return grant
+
     def _authorization_code(
         self, http: Http, context: _Context, client: dict[str, Any], scopes: list[str]
     ) -> dict[str, Any]:
+        endpoint = self._endpoint(context, "authorization_endpoint", AUTHORIZATION)
         if self.on_authorize is None:
-            raise AuthorizationError(
-                f"OAuth: {context.resource} needs authorization by a user at {context.issuer}; "
-                "pass OAuth(on_authorize=...) to open the browser"
+            raise failure(
+                AUTHORIZATION,
+                endpoint,
+                f"{context.resource} needs authorization by a user at {context.issuer}; "
+                "pass OAuth(on_authorize=...), e.g. mcp_sync.auth.browser_authorize",
             )
         # A6: the issuer is recorded with the verifier and state of this one request (locals of this call).
         issuer, meta = context.issuer, context.meta
@@ -395,21 +598,22 @@ class OAuth:
             asked.append("offline_access")  # SEP-2207: ask for a refresh token where the AS offers them
         if asked:
             params["scope"] = " ".join(dict.fromkeys(asked))
-        url = with_query(self._endpoint(context, "authorization_endpoint"), params)
+        url = with_query(endpoint, params)
         log.info("mcp_sync: authorizing %s at %s", context.resource, issuer)
         try:
             landed = self.on_authorize(url)
         except AuthorizationError:
             raise
         except Exception as exc:
-            raise AuthorizationError(f"OAuth: on_authorize failed: {exc!r}") from exc
+            raise failure(AUTHORIZATION, endpoint, f"on_authorize failed: {type(exc).__name__}: {exc}") from exc
         if not isinstance(landed, str):
-            raise AuthorizationError(f"OAuth: on_authorize must return the redirect URL, not {landed!r}")
+            raise failure(AUTHORIZATION, endpoint, f"on_authorize must return the redirect URL, not {type(landed)}")
         code = check_redirect(
             landed,
             issuer=issuer,
             iss_advertised=meta.get("authorization_response_iss_parameter_supported") is True,
             state=state,
+            endpoint=endpoint,
         )
         form = {
             "grant_type": "authorization_code",
@@ -418,43 +622,60 @@ class OAuth:
             "code_verifier": verifier,
             "resource": context.resource,  # A5: in the token request too
         }
-        return token_request(http, self._endpoint(context, "token_endpoint"), form, client)
+        return self._token(http, context, form, client)
 
     def _refresh(self, http: Http, context: _Context, client: dict[str, Any], tokens: dict[str, Any]) -> None:
         form = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], "resource": context.resource}
-        body = token_request(http, self._endpoint(context, "token_endpoint"), form, client)
+        body = self._token(http, context, form, client)
         body.setdefault("refresh_token", tokens["refresh_token"])  # RFC 6749 section 6: the old one stays valid
         self._save(context, client, body, tokens.get("scopes", []))
 
     def _save(self, context: _Context, client: dict[str, Any], body: dict[str, Any], scopes: list[str]) -> None:
         expires_in = body.get("expires_in")
+        now = time.time()
+        timed = isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool)
         tokens = {
             "access_token": body["access_token"],
             "refresh_token": body.get("refresh_token") if isinstance(body.get("refresh_token"), str) else None,
-            "expires_at": time.time() + expires_in if isinstance(expires_in, (int, float)) else None,
+            "issued_at": now,
+            "expires_at": now + float(expires_in) if timed else None,  # type: ignore[arg-type]
             "scopes": scopes,
         }
-        state = self.token_store.load(context.issuer) or {}
-        state["client"] = client
-        state.setdefault("tokens", {})[context.resource] = tokens
-        self.token_store.save(context.issuer, state)  # A3: per issuer, never shared across them
+        def change(state: dict[str, Any]) -> dict[str, Any]:
+            state["client"] = client
+            state.setdefault("tokens", {})[context.resource] = tokens
+            return state
+
+        self._update_store(context.issuer, change)  # A3: per issuer, never shared across them
         self._activate(context, tokens)
+
+    def _update_store(self, issuer: str, change: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Read-change-write of one issuer's entry; atomic across processes where the store can do it."""
+        update = getattr(self.token_store, "update", None)
+        if callable(update):
+            update(issuer, change)
+        else:
+            self.token_store.save(issuer, change(self.token_store.load(issuer) or {}))
 
     def _activate(self, context: _Context, tokens: dict[str, Any]) -> None:
         with self._lock:
-            self._active = (context.issuer, context.resource, tokens)
+            self._active = (context, tokens)
 
     # -- client identity ----------------------------------------------------------------------
 
     def _client_for(self, http: Http, context: _Context) -> dict[str, Any]:
-        """A9 in the spec's order: pre-registered, then CIMD, then Dynamic Client Registration.
+        """In the spec's order: pre-registered, then CIMD, then Dynamic Client Registration.
 
-        A10: what one issuer registered is stored under that issuer only, so a
+        What one issuer registered is stored under that issuer only, so a
         new authorization server always gets a new registration.
         """
         meta = context.meta
         if self.client_id and (self.issuer is None or self.issuer == context.issuer):
-            method = choose_auth_method(meta.get("token_endpoint_auth_methods_supported"), bool(self.client_secret))
+            method = choose_auth_method(
+                meta.get("token_endpoint_auth_methods_supported"),
+                bool(self.client_secret),
+                has_key=self._signing_key is not None,
+            )
             return {"client_id": self.client_id, "client_secret": self.client_secret, "auth_method": method}
         stored = (self.token_store.load(context.issuer) or {}).get("client")
         if isinstance(stored, dict) and stored.get("client_id"):
@@ -467,9 +688,11 @@ class OAuth:
             return {"client_id": self.client_metadata_url, "client_secret": None, "auth_method": "none"}
         endpoint = meta.get("registration_endpoint")
         if not isinstance(endpoint, str):
-            raise AuthorizationError(
-                f"OAuth: no client id for {context.issuer}: it offers neither Client ID Metadata Documents "
-                "(or no client_metadata_url was given) nor dynamic registration; pass OAuth(client_id=...)"
+            raise failure(
+                REGISTRATION,
+                context.issuer,
+                "no client id: the authorization server offers neither Client ID Metadata Documents "
+                "(or no client_metadata_url was given) nor dynamic registration; pass OAuth(client_id=...)",
             )
         supported = meta.get("token_endpoint_auth_methods_supported")
         supported = supported if isinstance(supported, list) else ["client_secret_basic"]
@@ -479,7 +702,7 @@ class OAuth:
             grants = ["client_credentials"]
         registration = register_client(
             http,
-            self._checked(endpoint),
+            self._checked(endpoint, REGISTRATION),
             {
                 "client_name": self.client_name,
                 "redirect_uris": [self.redirect_uri],
@@ -494,26 +717,24 @@ class OAuth:
         if method != "none" and not secret:
             method = "none"
         client = {"client_id": registration["client_id"], "client_secret": secret, "auth_method": method}
-        state = self.token_store.load(context.issuer) or {}
-        state["client"] = client
-        self.token_store.save(context.issuer, state)
+        self._update_store(context.issuer, lambda state: {**state, "client": client})
         return client
 
-    def _endpoint(self, context: _Context, name: str) -> str:
+    def _endpoint(self, context: _Context, name: str, step: str) -> str:
         value = context.meta.get(name)
         if not isinstance(value, str) or not value:
-            raise AuthorizationError(f"OAuth: the metadata of {context.issuer} has no {name}")
-        return self._checked(value)
+            raise failure(DISCOVERY, context.issuer, f"the authorization server metadata has no {name}")
+        return self._checked(value, step)
 
     @staticmethod
-    def _checked(url: str) -> str:
+    def _checked(url: str, step: str) -> str:
         """Codes, secrets and tokens travel over HTTPS only, loopback excepted (OAuth 2.1 section 1.5)."""
         if url.startswith("https://") or (url.startswith("http://") and is_loopback(url)):
             return url
-        raise AuthorizationError(f"OAuth: refusing the non-HTTPS endpoint {url!r}")
+        raise failure(step, strip_query(url), "refusing a non-HTTPS endpoint")
 
     def __repr__(self) -> str:
         with self._lock:
             active = self._active
-        where = f" issuer={active[0]!r}" if active is not None else ""
+        where = f" issuer={active[0].issuer!r}" if active is not None else ""
         return f"<OAuth {self.grant_type}{where}>"

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Callable
+
+log = logging.getLogger("mcp_sync")
 
 
 class CancellationToken:
@@ -52,8 +55,11 @@ class CancellationToken:
             self._cancelled = True
             self._reason = reason
             callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            callback(reason)
+        for callback in callbacks:  # one failing callback must not keep the others from running
+            try:
+                callback(reason)
+            except Exception:
+                log.exception("mcp_sync: a cancellation callback raised (ignored)")
 
     def add_callback(self, callback: Callable[[str | None], None]) -> Callable[[], None]:
         """Run ``callback(reason)`` on cancellation (at once if already cancelled).

@@ -4,7 +4,8 @@
 
     MCPError
     ├── ServerError                  the server answered with a JSON-RPC error (.code .message .data)
-    │   ├── ResourceNotFound         read_resource of a missing resource (-32602 modern, -32002 legacy)
+    │   ├── ResourceNotFound         read_resource of a missing resource (-32602 or -32002, both eras)
+    │   ├── UrlElicitationRequiredError   -32042: the user must visit a URL first (.elicitations, .urls)
     │   └── UnsupportedProtocolVersionError   -32022, or no mutually supported revision
     ├── CapabilityError              the server lacks the capability a method needs (nothing sent)
     ├── RequestTimeout               no answer within the timeout (also a TimeoutError)
@@ -15,12 +16,14 @@
     ├── PaginationLimitError         max_pages pages walked, or a cursor repeated
     ├── InputRequiredError           the server asked for input no handler can give
     ├── ToolError                    call_tool(raise_on_error=True) got an isError result
-    ├── AuthorizationError           OAuth failed or was refused
+    ├── AuthorizationError           OAuth failed or was refused (.step .url)
+    │   └── InsufficientScopeError   step-up authorizations did not get the scope (.scope)
+    ├── HandlerError                 your on_elicitation / on_sampling / on_roots raised or answered wrongly
     └── ClientStateError             misuse: a request on a closed client (also a RuntimeError)
 
     ServerRequestError               raised by *handlers* to answer the server with an error
 
-Errors the server sent and errors made locally are different classes (J7): only
+Errors the server sent and errors made locally are different classes: only
 :class:`ServerError` and its subclasses carry a code that came from the peer.
 """
 
@@ -80,15 +83,42 @@ class ServerError(MCPError):
 
 
 class ResourceNotFound(ServerError):
-    """``read_resource`` named a resource the server does not have (Q1).
+    """``read_resource`` named a resource the server does not have.
 
     Example::
 
         try:
             text = client.read_resource("file:///missing.txt").text
         except mcp_sync.ResourceNotFound as e:
-            text = None   # e.code: -32602, or -32002 from a legacy server
+            text = None   # e.code: -32602, or -32002 (older servers), in either era
     """
+
+
+class UrlElicitationRequiredError(ServerError):
+    """The server needs the user to complete a URL elicitation first (error -32042).
+
+    ``elicitations`` lists what the server sent (each with ``url``,
+    ``elicitationId`` and ``message``); ``urls`` are just the URLs. Show them to
+    the user, then call again.
+
+    Example::
+
+        try:
+            client.call_tool("list_files", {})
+        except mcp_sync.UrlElicitationRequiredError as e:
+            for url in e.urls:
+                print("please open", url)
+    """
+
+    @property
+    def elicitations(self) -> list[dict[str, Any]]:
+        data = self.data if isinstance(self.data, dict) else {}
+        items = data.get("elicitations")
+        return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+    @property
+    def urls(self) -> list[str]:
+        return [item["url"] for item in self.elicitations if isinstance(item.get("url"), str)]
 
 
 class UnsupportedProtocolVersionError(ServerError):
@@ -148,9 +178,16 @@ class Cancelled(MCPError):
             print("stopped:", e.reason)
     """
 
-    def __init__(self, message: str, *, reason: str | None = None, **kwargs: Any) -> None:
-        super().__init__(message, **kwargs)
+    def __init__(
+        self, message: str, *, reason: str | None = None, method: str | None = None, request_id: Any = None
+    ) -> None:
+        super().__init__(message, method=method, request_id=request_id)
         self.reason = reason
+
+    def __str__(self) -> str:
+        if self.reason and self.reason not in self.message:
+            return f"{self.message} (reason: {self.reason})"
+        return self.message
 
 
 class ConnectionClosed(MCPError):
@@ -172,9 +209,10 @@ class ConnectionClosed(MCPError):
         *,
         exit_code: int | None = None,
         stderr_tail: str = "",
-        **kwargs: Any,
+        method: str | None = None,
+        request_id: Any = None,
     ) -> None:
-        super().__init__(message, **kwargs)
+        super().__init__(message, method=method, request_id=request_id)
         self.exit_code = exit_code
         self.stderr_tail = stderr_tail
 
@@ -231,9 +269,10 @@ class InputRequiredError(MCPError):
         *,
         input_requests: dict[str, Any] | None = None,
         request_state: str | None = None,
-        **kwargs: Any,
+        method: str | None = None,
+        request_id: Any = None,
     ) -> None:
-        super().__init__(message, **kwargs)
+        super().__init__(message, method=method, request_id=request_id)
         self.input_requests = input_requests or {}
         self.request_state = request_state
 
@@ -251,21 +290,92 @@ class ToolError(MCPError):
             print(e.result.text)   # the tool's own error message
     """
 
-    def __init__(self, message: str, *, result: Any = None, **kwargs: Any) -> None:
-        super().__init__(message, **kwargs)
+    def __init__(
+        self, message: str, *, result: Any = None, method: str | None = None, request_id: Any = None
+    ) -> None:
+        super().__init__(message, method=method, request_id=request_id)
         self.result = result
 
 
 class AuthorizationError(MCPError):
     """OAuth failed or the server refused the credentials.
 
+    ``step`` names the part of the OAuth flow that failed (``"discovery"``,
+    ``"registration"``, ``"authorization"`` or ``"token"``; None when the
+    error is not from :class:`mcp_sync.OAuth`) and ``url`` the URL it failed
+    at. Neither the message nor these attributes ever hold a secret or token.
+
     Example::
 
         try:
             client = mcp_sync.connect("https://example.com/mcp")
         except mcp_sync.AuthorizationError as e:   # e.g. HTTP 401 or 403
-            print("not authorized:", e)
+            print("not authorized:", e, e.step, e.url)
     """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        step: str | None = None,
+        url: str | None = None,
+        method: str | None = None,
+        request_id: Any = None,
+    ) -> None:
+        super().__init__(message, method=method, request_id=request_id)
+        self.step = step
+        self.url = url
+
+
+class InsufficientScopeError(AuthorizationError):
+    """The server still answers ``403 insufficient_scope`` after the allowed step-up
+    authorizations: the user (or the client's registration) cannot get the scope.
+
+    ``scope`` is what the server asked for last, ``error_description`` its explanation
+    (either may be None).
+
+    Example::
+
+        try:
+            client.call_tool("delete_repo", {"name": "x"})
+        except mcp_sync.InsufficientScopeError as e:
+            print("needs scope", e.scope, "-", e.error_description)
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        scope: str | None = None,
+        error_description: str | None = None,
+        step: str | None = "authorization",
+        url: str | None = None,
+    ) -> None:
+        super().__init__(message, step=step, url=url)
+        self.scope = scope
+        self.error_description = error_description
+
+
+class HandlerError(MCPError):
+    """A handler you registered raised, or returned something that is not a valid answer.
+
+    ``handler`` names it (``"on_elicitation"``, ``"on_sampling"``, ``"on_roots"``);
+    the exception it raised, if any, is ``__cause__``. The call that led the
+    server to ask raises it, in both eras; a 2025-11-25 server has also been
+    answered with an internal error (-32603). To refuse on purpose, raise
+    :class:`ServerRequestError` from the handler instead.
+
+    Example::
+
+        try:
+            client.call_tool("ask_name", {})
+        except mcp_sync.HandlerError as e:
+            print(e.handler, "failed:", e.__cause__ or e)
+    """
+
+    def __init__(self, message: str, *, handler: str, method: str | None = None, request_id: Any = None) -> None:
+        super().__init__(message, method=method, request_id=request_id)
+        self.handler = handler
 
 
 class ClientStateError(MCPError, RuntimeError):
@@ -303,6 +413,7 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 HEADER_MISMATCH = -32020
 RESOURCE_NOT_FOUND_LEGACY = -32002
+URL_ELICITATION_REQUIRED = -32042
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
@@ -318,6 +429,8 @@ def server_error_from(error: Any, *, method: str | None = None, request_id: Any 
     cls: type[ServerError] = ServerError
     if code == UNSUPPORTED_PROTOCOL_VERSION:
         cls = UnsupportedProtocolVersionError
+    elif code == URL_ELICITATION_REQUIRED:
+        cls = UrlElicitationRequiredError
     data = error.get("data")
     if code == MISSING_REQUIRED_CLIENT_CAPABILITY and isinstance(data, dict) and data.get("requiredCapabilities"):
         # E4: name the capability, so the fix (register a handler) is obvious

@@ -6,6 +6,12 @@ lost. Unknown content block types become :class:`ContentBlock` with ``.type``
 and ``.raw``, never dropped. Models are frozen, hence safe to share between
 threads.
 
+What a server sends is checked as it is read: a field the spec requires (a
+tool's ``name``, a resource's ``uri``...) that is missing or of the wrong type
+raises :class:`~mcp_sync.ProtocolError` naming it; an optional field of the
+wrong type reads as absent (``None`` or empty; it stays in ``.raw``); ``ttlMs``
+is clamped to one day.
+
 Example::
 
     result = client.call_tool("add", {"a": 1, "b": 2})
@@ -19,15 +25,51 @@ from typing import Any, Generic, TypeVar, Union
 
 import attrs
 
+from .exceptions import ProtocolError
+
 _META = "_meta"
+
+#: The longest ``ttlMs`` taken from a server (one day): a longer one is clamped to it,
+#: so a result is never cached for ever and a huge number never overflows a clock.
+MAX_TTL_MS = 24 * 3600 * 1000
 
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _opt_dict(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
+
+
+def _opt_list(value: Any) -> list[Any] | None:
+    return value if isinstance(value, list) else None
+
+
 def _opt_str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _opt_int(value: Any) -> int | None:
+    """An integer field; a bool (an int to Python, not to JSON) or any other type gives None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _required_str(raw: dict[str, Any], key: str, what: str) -> str:
+    """A field the spec requires to be a string; anything else is a ProtocolError naming it."""
+    value = raw.get(key)
+    if not isinstance(value, str):
+        got = "nothing" if key not in raw else type(value).__name__
+        raise ProtocolError(f"{what}: {key!r} must be a string, got {got}")
+    return value
+
+
+def ttl_ms(value: Any) -> int | None:
+    """A server's ``ttlMs``: a non-negative integer clamped to :data:`MAX_TTL_MS`, else None."""
+    ttl = _opt_int(value)
+    if ttl is None or ttl < 0:
+        return None
+    return min(ttl, MAX_TTL_MS)
 
 
 def _join_text(blocks: list[Any]) -> str:
@@ -193,7 +235,7 @@ Content = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedR
 
 def resource_contents_from_wire(raw: dict[str, Any]) -> ResourceContents:
     uri = raw["uri"] if isinstance(raw.get("uri"), str) else ""
-    mime_type, meta = _opt_str(raw.get("mimeType")), raw.get(_META)
+    mime_type, meta = _opt_str(raw.get("mimeType")), _opt_dict(raw.get(_META))
     if isinstance(raw.get("blob"), str):
         return BlobResourceContents(uri=uri, blob=raw["blob"], mime_type=mime_type, meta=meta, raw=raw)
     text = raw["text"] if isinstance(raw.get("text"), str) else ""
@@ -205,12 +247,12 @@ def content_from_wire(raw: Any) -> Content:
     if not isinstance(raw, dict):
         return ContentBlock(type="invalid", raw={"value": raw})
     kind = raw.get("type")
-    meta, annotations = raw.get(_META), raw.get("annotations")
+    meta, annotations = _opt_dict(raw.get(_META)), _opt_dict(raw.get("annotations"))
     if kind == "text" and isinstance(raw.get("text"), str):
         return TextContent(text=raw["text"], annotations=annotations, meta=meta, raw=raw)
     if kind in ("image", "audio") and isinstance(raw.get("data"), str):
         cls = ImageContent if kind == "image" else AudioContent
-        mime_type = str(raw.get("mimeType", ""))
+        mime_type = _opt_str(raw.get("mimeType")) or ""
         return cls(data=raw["data"], mime_type=mime_type, annotations=annotations, meta=meta, raw=raw)
     if kind == "resource_link" and isinstance(raw.get("uri"), str):
         return ResourceLink(
@@ -256,15 +298,15 @@ class Tool:
     @classmethod
     def from_wire(cls, raw: dict[str, Any]) -> Tool:
         return cls(
-            name=str(raw.get("name", "")),
+            name=_required_str(raw, "name", "tool"),
             title=_opt_str(raw.get("title")),
             description=_opt_str(raw.get("description")),
             input_schema=_dict(raw.get("inputSchema")),
-            output_schema=raw.get("outputSchema") if isinstance(raw.get("outputSchema"), dict) else None,
-            annotations=raw.get("annotations") if isinstance(raw.get("annotations"), dict) else None,
-            icons=raw.get("icons") if isinstance(raw.get("icons"), list) else None,
-            execution=raw.get("execution") if isinstance(raw.get("execution"), dict) else None,
-            meta=raw.get(_META),
+            output_schema=_opt_dict(raw.get("outputSchema")),
+            annotations=_opt_dict(raw.get("annotations")),
+            icons=_opt_list(raw.get("icons")),
+            execution=_opt_dict(raw.get("execution")),
+            meta=_opt_dict(raw.get(_META)),
             raw=raw,
         )
 
@@ -293,15 +335,15 @@ class Resource:
     @classmethod
     def from_wire(cls, raw: dict[str, Any]) -> Resource:
         return cls(
-            uri=str(raw.get("uri", "")),
-            name=str(raw.get("name", "")),
+            uri=_required_str(raw, "uri", "resource"),
+            name=_required_str(raw, "name", "resource"),
             title=_opt_str(raw.get("title")),
             description=_opt_str(raw.get("description")),
             mime_type=_opt_str(raw.get("mimeType")),
-            size=raw.get("size") if isinstance(raw.get("size"), int) else None,
-            annotations=raw.get("annotations") if isinstance(raw.get("annotations"), dict) else None,
-            icons=raw.get("icons") if isinstance(raw.get("icons"), list) else None,
-            meta=raw.get(_META),
+            size=_opt_int(raw.get("size")),
+            annotations=_opt_dict(raw.get("annotations")),
+            icons=_opt_list(raw.get("icons")),
+            meta=_opt_dict(raw.get(_META)),
             raw=raw,
         )
 
@@ -329,14 +371,14 @@ class ResourceTemplate:
     @classmethod
     def from_wire(cls, raw: dict[str, Any]) -> ResourceTemplate:
         return cls(
-            uri_template=str(raw.get("uriTemplate", "")),
-            name=str(raw.get("name", "")),
+            uri_template=_required_str(raw, "uriTemplate", "resource template"),
+            name=_required_str(raw, "name", "resource template"),
             title=_opt_str(raw.get("title")),
             description=_opt_str(raw.get("description")),
             mime_type=_opt_str(raw.get("mimeType")),
-            annotations=raw.get("annotations") if isinstance(raw.get("annotations"), dict) else None,
-            icons=raw.get("icons") if isinstance(raw.get("icons"), list) else None,
-            meta=raw.get(_META),
+            annotations=_opt_dict(raw.get("annotations")),
+            icons=_opt_list(raw.get("icons")),
+            meta=_opt_dict(raw.get(_META)),
             raw=raw,
         )
 
@@ -376,22 +418,23 @@ class Prompt:
 
     @classmethod
     def from_wire(cls, raw: dict[str, Any]) -> Prompt:
-        arguments = [
+        name = _required_str(raw, "name", "prompt")
+        arguments = [  # optional: a value that is not a list is taken as none (it stays in .raw)
             PromptArgument(
-                name=str(arg.get("name", "")),
+                name=_required_str(arg, "name", f"prompt {name!r}: argument"),
                 description=_opt_str(arg.get("description")),
-                required=bool(arg.get("required", False)),
+                required=arg.get("required") is True,
             )
-            for arg in raw.get("arguments") or []
+            for arg in _opt_list(raw.get("arguments")) or []
             if isinstance(arg, dict)
         ]
         return cls(
-            name=str(raw.get("name", "")),
+            name=name,
             title=_opt_str(raw.get("title")),
             description=_opt_str(raw.get("description")),
             arguments=arguments,
-            icons=raw.get("icons") if isinstance(raw.get("icons"), list) else None,
-            meta=raw.get(_META),
+            icons=_opt_list(raw.get("icons")),
+            meta=_opt_dict(raw.get(_META)),
             raw=raw,
         )
 
@@ -457,7 +500,7 @@ class CallToolResult:
             content=[content_from_wire(block) for block in content] if isinstance(content, list) else [],
             structured_content=raw.get("structuredContent"),
             is_error=raw.get("isError") is True,
-            meta=raw.get(_META),
+            meta=_opt_dict(raw.get(_META)),
             raw=raw,
         )
 
@@ -490,9 +533,9 @@ class ReadResourceResult:
             contents=[resource_contents_from_wire(c) for c in contents if isinstance(c, dict)]
             if isinstance(contents, list)
             else [],
-            ttl_ms=raw.get("ttlMs") if isinstance(raw.get("ttlMs"), int) else None,
+            ttl_ms=ttl_ms(raw.get("ttlMs")),
             cache_scope=_opt_str(raw.get("cacheScope")),
-            meta=raw.get(_META),
+            meta=_opt_dict(raw.get(_META)),
             raw=raw,
         )
 
@@ -535,14 +578,16 @@ class GetPromptResult:
         messages = raw.get("messages")
         return cls(
             messages=[
-                PromptMessage(role=str(m.get("role", "")), content=content_from_wire(m.get("content")))
+                PromptMessage(
+                    role=_required_str(m, "role", "prompt message"), content=content_from_wire(m.get("content"))
+                )
                 for m in messages
                 if isinstance(m, dict)
             ]
             if isinstance(messages, list)
             else [],
             description=_opt_str(raw.get("description")),
-            meta=raw.get(_META),
+            meta=_opt_dict(raw.get(_META)),
             raw=raw,
         )
 
@@ -568,7 +613,7 @@ class Completion:
         values = completion.get("values")
         return cls(
             values=[v for v in values if isinstance(v, str)] if isinstance(values, list) else [],
-            total=completion.get("total") if isinstance(completion.get("total"), int) else None,
+            total=_opt_int(completion.get("total")),
             has_more=completion.get("hasMore") is True,
             raw=raw,
         )
@@ -601,7 +646,7 @@ class DiscoverResult:
             capabilities=_dict(raw.get("capabilities")),
             server_info=info if isinstance(info, dict) else None,
             instructions=_opt_str(raw.get("instructions")),
-            ttl_ms=raw.get("ttlMs") if isinstance(raw.get("ttlMs"), int) else None,
+            ttl_ms=ttl_ms(raw.get("ttlMs")),
             cache_scope=_opt_str(raw.get("cacheScope")),
             raw=raw,
         )
@@ -628,7 +673,7 @@ class InitializeResult:
     def from_wire(cls, raw: dict[str, Any]) -> InitializeResult:
         info = raw.get("serverInfo")
         return cls(
-            protocol_version=str(raw.get("protocolVersion", "")),
+            protocol_version=_opt_str(raw.get("protocolVersion")) or "",  # the handshake refuses ""
             capabilities=_dict(raw.get("capabilities")),
             server_info=info if isinstance(info, dict) else None,
             instructions=_opt_str(raw.get("instructions")),

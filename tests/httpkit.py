@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import ssl
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -41,6 +42,8 @@ class Reply:
     status: int = 200
     headers: dict[str, str] = attrs.Factory(dict)
     body: bytes | Iterable[bytes] = b""  # an iterable is streamed chunked, each item flushed
+    #: HTTP/1.0 style: ``Connection: close``, no length, no chunking; the body ends when the server closes
+    close_delimited: bool = False
 
 
 def json_reply(obj: Any, status: int = 200, **headers: str) -> Reply:
@@ -63,23 +66,41 @@ def result(request: Request, value: dict[str, Any]) -> dict[str, Any]:
 Override = Callable[[Request], Optional[Reply]]
 
 
+def answering(rpc_method: str, reply: Reply) -> Override:
+    """An override that answers every ``rpc_method`` request with ``reply`` (and nothing else)."""
+    return lambda request: reply if request.rpc_method == rpc_method else None
+
+
 class FakeServer:
     """``era`` "modern" answers the enveloped requests and refuses ``initialize``
     like a modern-only server; "legacy" answers the probe with a plain 400 and
     runs sessions. ``tools`` is what tools/list returns; tools/call echoes its
     arguments as text."""
 
-    def __init__(self, era: str = "modern", tools: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        era: str = "modern",
+        tools: list[dict[str, Any]] | None = None,
+        tls: tuple[str, str] | None = None,
+        port: int = 0,
+    ) -> None:
         self.era = era
         self.tools = tools if tools is not None else [{"name": "echo", "inputSchema": {"type": "object"}}]
         self.override: Override | None = None
+        self.keep_alive = True  # False: every answer closes its connection
         self.requests: list[Request] = []
         self.lock = threading.Lock()
         self.sessions: set[str] = set()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
         self._server.daemon_threads = True
         self._server.block_on_close = False
         self._server.fake = self  # type: ignore[attr-defined]
+        self.scheme = "http"
+        if tls is not None:  # (certfile, keyfile): serve HTTPS
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+            self.scheme = "https"
         self._thread = threading.Thread(target=self._server.serve_forever, name="httpkit", daemon=True)
 
     @property
@@ -88,7 +109,7 @@ class FakeServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
+        return f"{self.scheme}://127.0.0.1:{self.port}/mcp"
 
     def __enter__(self) -> FakeServer:
         self._thread.start()
@@ -178,6 +199,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(reply.status)
         for name, value in reply.headers.items():
             self.send_header(name, value)
+        if not fake.keep_alive and not reply.close_delimited:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        if reply.close_delimited:
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            try:
+                for chunk in [reply.body] if isinstance(reply.body, bytes) else reply.body:
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+            except OSError:
+                pass
+            return
         if isinstance(reply.body, bytes):
             self.send_header("Content-Length", str(len(reply.body)))
             self.end_headers()

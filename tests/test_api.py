@@ -39,14 +39,18 @@ def test_error_tree() -> None:
 
 
 def test_import_is_light() -> None:
-    """`import mcp_sync` must not pull in requests/jsonschema, nor start threads."""
+    """`import mcp_sync` pulls in no HTTP, schema or crypto stack and starts no thread.
+
+    The import time itself is a benchmark figure (README, bench/), not a timed test: what keeps
+    it low is that these modules load only on first use, which is what this checks.
+    """
+    heavy = ["requests", "urllib3", "http.client", "ssl", "jsonschema", "cryptography", "jwt", "hashlib"]
     code = (
-        "import sys, threading, time; t = time.perf_counter(); import mcp_sync; d = time.perf_counter() - t;"
-        "print(d, 'requests' in sys.modules, 'jsonschema' in sys.modules, threading.active_count())"
+        "import sys, threading; import mcp_sync;"
+        f"print([m for m in {heavy!r} if m in sys.modules], threading.active_count())"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out[1:] == ["False", "False", "1"]
-    assert float(out[0]) < 0.5  # generous bound for a noisy machine; bench/ has the real figure
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["[]", "1"], out
 
 
 def test_content_blocks_keep_unknown_types() -> None:

@@ -1,14 +1,17 @@
 """The official MCP conformance suite's client scenarios, on both suite lines.
 
-Runs ``../shared/tools/conformance-client.sh`` (it installs Node 22 and the
-suite from npm by itself) with ``tests/conformance/client.py`` as the client.
+Runs ``tests/conformance/run.sh`` (it installs Node 22, when the machine's node
+is older, and the pinned suite versions from npm into ``.cache/`` by itself)
+with ``tests/conformance/client.py`` as the client. The scenarios expected to
+pass are the lists in ``LINES`` below: edit them there.
 Covered: every non-auth client scenario of 0.1.16, and of 0.2.0-alpha.12 the
 non-auth scenarios its 2026-07-28 requirements list, plus
 json-schema-2020-12-preservation. The auth scenarios (mcp_sync.OAuth) run as
 lines of their own, two at a time with a shorter client timeout (the mock
-authorization servers answer at once): every auth scenario of both suites
-except the extensions needing JWT signing (client-credentials-jwt,
-cross-app-access-complete-flow; no crypto library in our dependencies).
+authorization servers answer at once): every auth scenario of both suites,
+0.1.16's extensions included (client-credentials-jwt and
+cross-app-access-complete-flow need the ``jwt`` extra, which the test extra
+installs): all 26 client scenarios of 0.1.16.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = Path(os.environ.get("MCP_SYNC_CONFORMANCE_SCRIPT", ROOT.parent / "shared" / "tools" / "conformance-client.sh"))
+SCRIPT = Path(os.environ.get("MCP_SYNC_CONFORMANCE_SCRIPT", ROOT / "tests" / "conformance" / "run.sh"))
 CLIENT = f"{sys.executable} {ROOT / 'tests' / 'conformance' / 'client.py'}"
 
 AUTH_2025_11_25 = [
@@ -72,6 +75,8 @@ LINES = {
             "auth/offline-access-scope",
             "auth/offline-access-not-supported",
             "auth/client-credentials-basic",
+            "auth/client-credentials-jwt",  # private_key_jwt (the jwt extra)
+            "auth/cross-app-access-complete-flow",  # RFC 8693 ID-JAG exchange, then the jwt-bearer grant
         ],
     ),
     "0.2.0-alpha.12@2026-07-28 auth": (  # the 25 auth scenarios of requirements/2026-07-28.yaml
@@ -113,10 +118,10 @@ def test_conformance_scenarios(line: str) -> None:
     """Every listed scenario passes. A scenario that fails is run once more, alone, since some
     checks are timing windows (sse-retry wants the reconnect 450-700 ms after the close) that a
     loaded 2-core machine can miss; the output of both runs is in the failure message."""
-    if not SCRIPT.exists():
-        pytest.skip(f"conformance runner not found at {SCRIPT} (set MCP_SYNC_CONFORMANCE_SCRIPT)")
     env_extra, scenarios = LINES[line]
-    env = {**os.environ, **env_extra}
+    # the client imports this checkout's mcp_sync, installed or not
+    pythonpath = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": pythonpath, **env_extra}
     verdicts, output = run_suite(env, scenarios)
     assert set(verdicts) == set(scenarios), f"missing verdicts:\n{output}"
     failed = sorted(name for name, status in verdicts.items() if status != "PASS")

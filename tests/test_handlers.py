@@ -150,8 +150,9 @@ def test_mrtr_handler_refusal_and_bug() -> None:
         raise KeyError("oops")
 
     with fault(on_elicitation=buggy) as client:
-        with pytest.raises(KeyError):
+        with pytest.raises(mcp_sync.HandlerError) as info:  # issue 9.10: an MCPError, the bug as __cause__
             client.call_tool("mrtr_ask", {"tag": "b"})
+        assert isinstance(info.value.__cause__, KeyError) and info.value.handler == "on_elicitation"
         assert client.call_tool("echo", {"text": "fine"}).text == "fine"
 
 
@@ -161,7 +162,7 @@ def test_invalid_form_content_is_not_sent() -> None:
     def wrong(params: dict) -> dict:
         return {"action": "accept", "content": {"name": 42}}
 
-    with fault(on_elicitation=wrong) as client, pytest.raises(mcp_sync.InputRequiredError, match="requestedSchema"):
+    with fault(on_elicitation=wrong) as client, pytest.raises(mcp_sync.HandlerError, match="requestedSchema"):
         client.call_tool("mrtr_ask", {"tag": "v"})
 
 

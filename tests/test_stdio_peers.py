@@ -105,7 +105,7 @@ def test_sdk_server_legacy_logging(caplog: pytest.LogCaptureFixture) -> None:
             client.call_tool("slow", {"seconds": 0.1})
             client.ping()
     assert "notifications/message" in seen
-    assert any(r.name == "mcp_sync.server.sdk-test-server" for r in caplog.records)
+    assert any(r.name == "mcp_sync.server.sdk_server" for r in caplog.records)
 
 
 def test_everything_stdio_is_legacy(everything_js: Path, no_leaks: None) -> None:

@@ -98,7 +98,7 @@ def test_everything_logging(everything_js: Path, caplog: pytest.LogCaptureFixtur
     with mcp_sync.Client.stdio(
         "node", [str(everything_js), "stdio"], timeout=30, on_notification=lambda m, p: seen.append(m)
     ) as client:
-        name = (client.server_implementation or {})["name"]
+        name = client.name  # the client's name (server-everything), not the interpreter
         client.set_log_level("debug")
         client.call_tool("toggle-simulated-logging")
         logger = f"mcp_sync.server.{name}"

@@ -2,19 +2,26 @@
 exchanges, same-origin redirects, bounded retries, bounded bodies, and the
 translation of HTTP failures into mcp_sync errors.
 
-Aborting (H14, and ``close()``): closing a response from another thread does
-not wake a thread blocked in ``recv`` on Linux, and a request that is still
-waiting for its status line has no response to close yet. So the urllib3
-connections of this session are tracked per exchange (:class:`Slot`) and an
-abort shuts the socket down, which ends the blocked read at once.
+Aborting (cancel, timeout, ``close()``): closing a response from another
+thread does not wake a thread blocked in ``recv`` on Linux, and a request that
+is still connecting or waiting for its status line has no response to close
+yet. So the sockets of this session are tracked per exchange (:class:`Slot`)
+from the moment they are created, and an abort shuts the socket down, which
+ends a blocked connect or read at once. The socket itself is kept, not only
+the connection: for a close-delimited response (``Connection: close``, no
+length, no chunking) ``http.client`` drops the connection's reference to it
+as soon as the headers are read.
 """
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
+import errno
 import http.client
 import json
 import logging
+import re
 import socket
 import threading
 import time
@@ -26,11 +33,14 @@ import urllib3
 from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.util import connection as urllib3_connection
+from urllib3.util.timeout import _DEFAULT_TIMEOUT
 
 from .._threads import Workers
+from .._urls import redact_url
 from .._version import __version__
 from ..exceptions import AuthorizationError, ConnectionClosed, MCPError, ProtocolError
-from ._sse_stream import SseEvent, TooLarge, UnsupportedEncoding, decoded_chunks, read_bounded, sse_events
+from ._sse_stream import BadBody, SseEvent, decoded_chunks, read_bounded, sse_events
 
 log = logging.getLogger("mcp_sync.http")
 
@@ -39,8 +49,11 @@ MAX_REDIRECTS = 5
 POOL_MAXSIZE = 64  # kept-alive connections per host
 ERROR_BODY_BYTES = 64 * 1024
 RETRY_AFTER_CAP = 30.0  # longer Retry-After: give up instead of stalling a caller
+#: Read timeout of a notification's or a response's POST: the server only acknowledges those.
+ONEWAY_TIMEOUT = 30.0
 MAX_CHALLENGES = 8  # backstop on 401/403 rounds per request; the auth object's own bound is lower
-#: Failures raised while reading a body: socket errors, urllib3 wrappers, a read on a closed file.
+#: Failures raised while sending a request or reading a body: socket errors, urllib3 wrappers
+#: (some reach the caller unwrapped by requests, e.g. a malformed header), a read on a closed file.
 STREAM_ERRORS = (
     OSError,
     ValueError,
@@ -50,11 +63,133 @@ STREAM_ERRORS = (
 )
 
 
+#: Requests that may be sent again after a failure that does not prove the server saw
+#: nothing (a 502/503/504, a reset mid-exchange): reads and lists, and the handshakes (an
+#: initialize the server never completed leaves at most an unused session behind). Any
+#: other request (tools/call above all) is sent again only when it provably never left:
+#: a refused or timed-out connect, a failed DNS lookup.
+SAFE_TO_RESEND = frozenset(
+    {
+        "initialize",
+        "server/discover",
+        "ping",
+        "tools/list",
+        "prompts/list",
+        "prompts/get",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "completion/complete",
+        "tasks/get",
+        "tasks/list",
+        "tasks/result",
+        "logging/setLevel",
+    }
+)
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+#: What makes a URL mean different things to different parsers: backslashes (urllib3
+#: reads ``\\`` as a path start, urlsplit does not), whitespace and control characters.
+_AMBIGUOUS = re.compile(r"[\\\x00-\x20\x7f]")
+
+
 def origin(url: str) -> tuple[str, str, int | None]:
-    """``(scheme, host, port)`` with the default port filled in."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    return scheme, (parts.hostname or "").lower(), parts.port or {"http": 80, "https": 443}.get(scheme)
+    """``(scheme, host, port)`` a request to ``url`` goes to, as the HTTP stack parses it
+    (urllib3's ``parse_url``, the parser it connects with), default port filled in.
+
+    Raises ValueError for a URL the parsers may read differently (a backslash,
+    whitespace or a control character, or a disagreement between ``urlsplit``
+    and ``parse_url``): comparing such URLs proves nothing.
+
+    Example::
+
+        >>> origin("HTTP://Example.com/mcp")
+        ('http', 'example.com', 80)
+    """
+    if _AMBIGUOUS.search(url):
+        raise ValueError("it contains a backslash, whitespace or a control character")
+    try:
+        split = urlsplit(url)
+        split_port = split.port
+        parsed = urllib3.util.parse_url(url)
+    except ValueError as exc:  # urllib3's LocationParseError is a ValueError too
+        raise ValueError(f"it does not parse: {exc}") from None
+    scheme = (parsed.scheme or "").lower()
+    host = (parsed.host or "").lower().strip("[]")
+    port = parsed.port or _DEFAULT_PORTS.get(scheme)
+    seen_by_urlsplit = (split.scheme.lower(), (split.hostname or "").lower(), split_port or _DEFAULT_PORTS.get(scheme))
+    if (scheme, host, port) != seen_by_urlsplit or bool(parsed.auth) != ("@" in split.netloc):
+        raise ValueError("its parts read differently to different URL parsers")
+    return scheme, host, port
+
+
+def same_origin(reference: str, base: str, what: str) -> str:
+    """``reference`` resolved against ``base``, if it is safe to send this connection's
+    headers there; otherwise a ProtocolError.
+
+    Safe: the same scheme, host and port as ``base``, parsed the way the HTTP
+    stack will connect, with no user info and nothing ambiguous, in the
+    reference as the server wrote it (``urljoin`` silently drops tabs and
+    newlines) and in the resolved URL.
+    """
+    target = reference
+    try:
+        if _AMBIGUOUS.search(reference.strip(" ")):
+            raise ValueError("it contains a backslash, whitespace or a control character")
+        target = urljoin(base, reference.strip(" "))
+        target_origin = origin(target)
+        if "@" in urlsplit(target).netloc:
+            raise ValueError("it carries user info (user:password@)")
+        if target_origin == origin(base):
+            return target
+        problem = "it is on another origin"
+    except ValueError as exc:
+        problem = str(exc)
+    raise ProtocolError(
+        f"refusing {what} {redact_url(target)!r}: {problem}; headers and credentials must not leave the server's origin"
+    )
+
+
+def describe_failure(exc: BaseException) -> str:
+    """What went wrong with a connection, for a user: no library class names.
+
+    Follows the chain of wrapped exceptions (requests wraps urllib3, which
+    wraps the socket error) down to the cause that explains it.
+    """
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop(0)
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, socket.gaierror):
+            return "the host name could not be resolved"
+        if isinstance(current, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(current, ConnectionResetError):
+            return "the connection was reset by the server"
+        if isinstance(current, http.client.RemoteDisconnected):
+            return "the server closed the connection without answering"
+        if isinstance(current, http.client.IncompleteRead):
+            return "the connection broke off in the middle of the response"
+        if isinstance(current, (requests.exceptions.InvalidHeader, urllib3.exceptions.InvalidHeader)):
+            return f"the server's answer has a malformed header: {current}"
+        if isinstance(current, http.client.HTTPException) and not isinstance(current, http.client.IncompleteRead):
+            return "the server's answer is not valid HTTP"
+        if isinstance(current, TimeoutError):
+            return "timed out"
+        if type(current) is OSError and current.errno is not None:
+            return (current.strerror or errno.errorcode.get(current.errno, "error")).lower()
+        todo.append(getattr(current, "reason", None))
+        todo.append(current.__cause__)
+        todo.append(current.__context__)
+        todo.extend(arg for arg in current.args if isinstance(arg, BaseException))
+    # urllib3's NewConnectionError is a ConnectTimeoutError too: only now does "timed out" mean it
+    if isinstance(exc, requests.ConnectTimeout):
+        return "connecting timed out"
+    if isinstance(exc, (requests.Timeout, urllib3.exceptions.TimeoutError)):
+        return "timed out"
+    return "the connection failed"
 
 
 class Aborted(Exception):
@@ -66,30 +201,64 @@ class Aborted(Exception):
 _local = threading.local()
 
 
+class _RedactExchangeUrls(logging.Filter):
+    """urllib3 logs each request's path and query at DEBUG; on a thread that is running one of
+    our exchanges, its query values are replaced by ``***`` (other users of urllib3 in the
+    process are left alone)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(_local, "slot", None) is not None and isinstance(record.args, tuple):
+            record.args = tuple(
+                redact_url(arg) if isinstance(arg, str) and ("?" in arg or "@" in arg) else arg for arg in record.args
+            )
+        return True
+
+
+_urllib3_log = logging.getLogger("urllib3.connectionpool")
+if not any(isinstance(f, _RedactExchangeUrls) for f in _urllib3_log.filters):
+    _urllib3_log.addFilter(_RedactExchangeUrls())
+
+
 class Slot:
     """One exchange another thread may abort. The worker binds it with :meth:`bound`."""
 
-    __slots__ = ("aborted", "conn", "lock", "wake")
+    __slots__ = ("aborted", "conn", "lock", "sock", "wake")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.conn: Any = None
+        self.conn: Any = None  # the urllib3 connection in use, while this exchange owns it
+        self.sock: socket.socket | None = None  # its socket, kept even once http.client lets go of it
         self.aborted = False
         self.wake = threading.Event()  # set on abort: interrupts backoff sleeps too
 
     def attach(self, conn: Any) -> None:
+        """This exchange now uses ``conn`` (and its socket, if connected)."""
         with self.lock:
             if self.aborted:
                 raise ConnectionAbortedError("the request was aborted")
+            conn._mcp_sync_slot = self  # the owner: an abort of another exchange leaves it alone
             self.conn = conn
+            if conn.sock is not None:
+                self.sock = conn.sock
+
+    def attach_socket(self, sock: socket.socket) -> None:
+        """A socket this exchange is connecting: an abort interrupts the connect."""
+        with self.lock:
+            if self.aborted:
+                raise ConnectionAbortedError("the request was aborted")
+            self.sock = sock
 
     def abort(self) -> None:
         with self.lock:  # held while shutting down, so finish() cannot hand the socket back meanwhile
             self.aborted = True
             self.wake.set()
-            sock = getattr(self.conn, "sock", None)
-            if sock is not None:
-                try:
+            if self.conn is not None and getattr(self.conn, "_mcp_sync_slot", None) is not self:
+                return  # the connection went back to the pool and serves another exchange now
+            # The connection's socket while it has one (for TLS, the wrapped socket: wrapping
+            # detached the raw one we saw connect), and the one we kept, for a connect still
+            # in progress or a close-delimited response that http.client let go of.
+            for sock in {id(s): s for s in (getattr(self.conn, "sock", None), self.sock) if s is not None}.values():
+                try:  # wakes a recv or a connect blocked in another thread (Linux: SYN_SENT too)
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
@@ -98,6 +267,7 @@ class Slot:
         """The exchange is over: a later abort must not touch the (pooled) connection."""
         with self.lock:
             self.conn = None
+            self.sock = None
 
     def sleep(self, seconds: float) -> None:
         """Wait ``seconds`` unless aborted first (then raise Aborted)."""
@@ -111,15 +281,59 @@ def _track(conn: Any) -> None:
         slot.attach(conn)
 
 
+def _connect_tracked(conn: Any, slot: Slot) -> socket.socket:
+    """``urllib3.util.connection.create_connection`` with each socket reported to ``slot``
+    before it connects, so that an abort (close()) interrupts a connect that never completes."""
+    host, port = conn._dns_host, conn.port
+    error: OSError | None = None
+    for family, kind, proto, _, address in socket.getaddrinfo(
+        host.strip("[]"), port, urllib3_connection.allowed_gai_family(), socket.SOCK_STREAM
+    ):
+        sock = socket.socket(family, kind, proto)
+        try:
+            slot.attach_socket(sock)
+            for option in conn.socket_options or ():
+                sock.setsockopt(*option)
+            if conn.timeout is not _DEFAULT_TIMEOUT:
+                sock.settimeout(conn.timeout)
+            if conn.source_address:
+                sock.bind(conn.source_address)
+            sock.connect(address)
+            return sock
+        except OSError as exc:
+            error = exc
+            sock.close()
+            if slot.aborted:
+                break
+    raise error if error is not None else OSError("getaddrinfo returned nothing")
+
+
 class _Tracking:
-    """Mixed into urllib3's connections: report each one to the request's slot as it is used."""
+    """Mixed into urllib3's connections: report each one (and its socket, from before it
+    connects) to the request's slot as it is used."""
+
+    def _new_conn(self) -> socket.socket:
+        slot: Slot | None = getattr(_local, "slot", None)
+        if slot is None:
+            return super()._new_conn()  # type: ignore[misc, no-any-return]
+        conn: Any = self
+        try:
+            return _connect_tracked(conn, slot)
+        except socket.gaierror as exc:  # the same translation as urllib3's own _new_conn
+            raise urllib3.exceptions.NameResolutionError(conn.host, conn, exc) from exc
+        except TimeoutError as exc:
+            raise urllib3.exceptions.ConnectTimeoutError(
+                conn, f"Connection to {conn.host} timed out. (connect timeout={conn.timeout})"
+            ) from exc
+        except OSError as exc:
+            raise urllib3.exceptions.NewConnectionError(conn, f"Failed to establish a new connection: {exc}") from exc
 
     def request(self, *args: Any, **kwargs: Any) -> Any:
         _track(self)
         return super().request(*args, **kwargs)  # type: ignore[misc]
 
     def getresponse(self, *args: Any, **kwargs: Any) -> Any:
-        _track(self)
+        _track(self)  # keeps the socket: a close-delimited response makes http.client drop it
         return super().getresponse(*args, **kwargs)  # type: ignore[misc]
 
 
@@ -145,6 +359,15 @@ class _TrackingAdapter(HTTPAdapter):
         self.poolmanager.pool_classes_by_scheme = {"http": _TrackedPool, "https": _TrackedHTTPSPool}
 
 
+class _Session(requests.Session):
+    """A Session that never looks at redirects: :meth:`HttpBase._follow` follows them itself,
+    within the origin. (With ``allow_redirects=False`` requests still prepares the next
+    request, and a hostile Location can make that raise before anyone checked it.)"""
+
+    def get_redirect_target(self, resp: requests.Response) -> str | None:
+        return None
+
+
 # -- the shared base -----------------------------------------------------------------
 
 
@@ -163,8 +386,13 @@ class HttpBase:
         name: str | None,
     ) -> None:
         if urlsplit(url).scheme not in ("http", "https"):
-            raise ValueError(f"not an http(s) URL: {url!r}")
+            raise ValueError(f"not an http(s) URL: {redact_url(url)!r}")
+        try:
+            origin(url)
+        except ValueError as exc:
+            raise ValueError(f"ambiguous URL {redact_url(url)!r}: {exc}") from None
         self.url = url
+        self.safe_url = redact_url(url)  # what messages, logs and reprs show
         self.headers = dict(headers or {})
         self.auth = auth
         self.max_message_bytes = max_message_bytes
@@ -172,7 +400,7 @@ class HttpBase:
         self.max_retries = max_retries
         parts = urlsplit(url)
         self.name = name or (f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname))
-        self.session = requests.Session()
+        self.session = _Session()
         # Many application threads share one client: keep that many connections for reuse
         # (requests' default of 10 would open and discard one per extra concurrent call).
         adapter = _TrackingAdapter(pool_maxsize=POOL_MAXSIZE)
@@ -185,10 +413,11 @@ class HttpBase:
         self._workers = Workers(self.name)
         self._closing = False
         self._closed_event = threading.Event()
+        self._oneway: set[Slot] = set()  # exchanges on calling threads, aborted by close()
 
     @property
     def auth_context(self) -> Any:
-        """C5: what private cache entries are keyed by: the auth object's ``auth_context``, if it has one."""
+        """What private cache entries are keyed by: the auth object's ``auth_context``, if it has one."""  # C5
         return getattr(self.auth, "auth_context", None)
 
     # -- threads ---------------------------------------------------------------------
@@ -203,6 +432,23 @@ class HttpBase:
 
     # -- one exchange ------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _oneway_slot(self) -> Iterator[Slot]:
+        """A slot for an exchange made on the calling thread, aborted by close(); an exchange
+        cut short by close() raises ConnectionClosed."""
+        slot = Slot()
+        with self._lock:
+            if self._closing:
+                raise ConnectionClosed("the HTTP transport is closed")
+            self._oneway.add(slot)
+        try:
+            yield slot
+        except Aborted as exc:
+            raise ConnectionClosed("the HTTP transport was closed") from exc
+        finally:
+            with self._lock:
+                self._oneway.discard(slot)
+
     def exchange(
         self,
         method: str,
@@ -211,38 +457,43 @@ class HttpBase:
         *,
         headers: Mapping[str, str],
         body: bytes | None = None,
-        unsent_only: bool = False,
+        safe_to_resend: bool = True,
         timeout: float | None = None,
     ) -> requests.Response:
         """One HTTP exchange with bounded retries; the response is streamed (caller closes it).
 
-        Retries with exponential backoff only where the request most likely did
-        not reach the server: a failed connect, and 502/503/504 (honouring
-        Retry-After). ``unsent_only`` (a ``tools/call``) narrows that to failed
-        connects and 503, which says the server did not process it.
-        Raises ConnectionClosed, ProtocolError (cross-origin redirect) or Aborted.
+        A request is sent again, with exponential backoff, when it provably never
+        reached the server (a refused or timed-out connect, a failed DNS lookup).
+        Only when ``safe_to_resend`` (a read, a list, a GET) also after failures
+        that prove nothing either way: a connection reset mid-exchange, or
+        502/503/504 (honouring Retry-After). A ``tools/call`` answered 503 is
+        therefore never sent twice. Raises ConnectionClosed, ProtocolError
+        (cross-origin redirect) or Aborted.
         """
-        statuses = (503,) if unsent_only else (502, 503, 504)
         for attempt in range(self.max_retries + 1):
             if slot.aborted:
                 raise Aborted
             last = attempt == self.max_retries
             try:
                 response = self._follow_authorized(method, url, slot, headers, body, timeout)
-            except requests.RequestException as exc:
+            except MCPError:
+                raise
+            except STREAM_ERRORS as exc:
                 if slot.aborted:
                     raise Aborted from exc
-                if last or not (
-                    _connect_failure(exc) or (not unsent_only and isinstance(exc, requests.ConnectionError))
-                ):
-                    raise ConnectionClosed(f"{method} {url} failed: {exc}") from exc
+                never_sent = _connect_failure(exc)
+                resend = never_sent or (safe_to_resend and isinstance(exc, requests.ConnectionError))
+                if last or not resend:
+                    raise ConnectionClosed(f"{method} {redact_url(url)} failed: {describe_failure(exc)}") from exc
                 slot.sleep(min(0.1 * 2**attempt, 2.0))
                 continue
-            if response.status_code in statuses and not last:
+            if safe_to_resend and response.status_code in (502, 503, 504) and not last:
                 delay = _retry_after(response, default=min(0.1 * 2**attempt, 2.0))
                 if delay is not None:
                     response.close()
-                    log.debug("mcp_sync: HTTP %s from %s; retrying in %.2f s", response.status_code, url, delay)
+                    log.debug(
+                        "mcp_sync: HTTP %s from %s; retrying in %.2f s", response.status_code, redact_url(url), delay
+                    )
                     slot.sleep(delay)
                     continue
             return response
@@ -251,7 +502,7 @@ class HttpBase:
     def _follow_authorized(
         self, method: str, url: str, slot: Slot, headers: Mapping[str, str], body: bytes | None, timeout: float | None
     ) -> requests.Response:
-        """:meth:`_follow`, letting an OAuth-style ``auth`` answer 401/403 challenges (A7, A8).
+        """:meth:`_follow`, letting an OAuth-style ``auth`` answer 401/403 challenges.
 
         ``auth.handle_challenge(response, attempt)`` runs the authorization flow
         (or raises AuthorizationError) and returns True to have the request sent
@@ -296,14 +547,8 @@ class HttpBase:
                 if response.status_code not in (301, 302, 303, 307, 308) or not location:
                     return response
                 response.close()
-                target = urljoin(url, location)
-                if origin(target) != origin(url):
-                    raise ProtocolError(
-                        f"refusing the redirect from {url} to another origin ({target}): "
-                        "headers and credentials must not leave the server's origin"
-                    )
-                url = target
-            raise ProtocolError(f"{method} {url}: more than {MAX_REDIRECTS} redirects")
+                url = same_origin(location, url, f"the redirect from {redact_url(url)} to")
+            raise ProtocolError(f"{method} {redact_url(url)}: more than {MAX_REDIRECTS} redirects")
         finally:
             _local.slot = None
 
@@ -314,21 +559,19 @@ class HttpBase:
         try:
             chunks = decoded_chunks(response.raw, response.headers.get("Content-Encoding"))
             data = read_bounded(chunks, self.max_message_bytes)
-        except (TooLarge, UnsupportedEncoding) as exc:
-            raise ProtocolError(f"response from {self.url}: {exc}") from exc
+        except BadBody as exc:
+            raise ProtocolError(f"response from {self.safe_url}: {exc}") from exc
         except STREAM_ERRORS as exc:
-            raise ConnectionClosed(f"the response from {self.url} broke off: {exc}") from exc
+            raise ConnectionClosed(f"the response from {self.safe_url} broke off: {describe_failure(exc)}") from exc
         try:
             return json.loads(data)
-        except ValueError as exc:
-            raise ProtocolError(f"the response from {self.url} is not JSON: {data[:200]!r}") from exc
+        except (ValueError, RecursionError) as exc:
+            raise ProtocolError(f"the response from {self.safe_url} is not JSON: {data[:200]!r}") from exc
 
     def events(self, response: requests.Response) -> Iterator[SseEvent]:
-        """SSE events of ``response``; one event may not exceed max_message_bytes (TooLarge)."""
-        try:
-            chunks = decoded_chunks(response.raw, response.headers.get("Content-Encoding"))
-        except UnsupportedEncoding as exc:
-            raise ProtocolError(f"response from {self.url}: {exc}") from exc
+        """SSE events of ``response``; an event past max_message_bytes, or a body that cannot be
+        decoded, raises BadBody while iterating."""
+        chunks = decoded_chunks(response.raw, response.headers.get("Content-Encoding"))
         return sse_events(chunks, self.max_message_bytes)
 
     def error_for(self, response: requests.Response, what: str) -> tuple[Any, MCPError]:
@@ -337,14 +580,14 @@ class HttpBase:
             data = read_bounded(
                 decoded_chunks(response.raw, response.headers.get("Content-Encoding")), ERROR_BODY_BYTES
             )
-        except (TooLarge, UnsupportedEncoding, *STREAM_ERRORS):
+        except (BadBody, *STREAM_ERRORS):
             data = b""
         try:
             parsed: Any = json.loads(data) if data else None
-        except ValueError:
+        except (ValueError, RecursionError):
             parsed = None
         status = response.status_code
-        message = f"{what}: HTTP {status} {response.reason or ''} from {self.url}".rstrip()
+        message = f"{what}: HTTP {status} {response.reason or ''} from {self.safe_url}".rstrip()
         if data:
             message += f": {data[:300].decode('utf-8', 'replace')}"
         if status in (401, 403):
@@ -356,6 +599,23 @@ class HttpBase:
             self.session.close()
         except Exception:  # closing must not fail because a pool is half torn down
             log.debug("mcp_sync: closing the requests session failed", exc_info=True)
+
+
+def header_safe(value: str | None, limit: int = 1024) -> str | None:
+    """``value`` if it can go back to the server in a header (printable ASCII, at most
+    ``limit`` characters), else None: a server-chosen value must not break or inject headers."""
+    if value is None or len(value) > limit or not all(" " <= ch <= "~" for ch in value):
+        return None
+    return value
+
+
+def session_id_of(response: requests.Response) -> str | None:
+    """The ``Mcp-Session-Id`` the server assigned, checked: visible ASCII only (the spec's
+    rule); anything else is a ProtocolError rather than a header that breaks every request."""
+    value = response.headers.get("Mcp-Session-Id")
+    if value is not None and (header_safe(value) is None or " " in value or not value):
+        raise ProtocolError(f"the server assigned an Mcp-Session-Id that is not visible ASCII: {value[:80]!r}")
+    return value
 
 
 def content_type(response: requests.Response) -> str:
@@ -373,7 +633,7 @@ def jsonrpc_error(parsed: Any) -> dict[str, Any] | None:
     return None
 
 
-def _connect_failure(exc: requests.RequestException) -> bool:
+def _connect_failure(exc: BaseException) -> bool:
     """True when nothing reached the server: a refused or timed-out connect, a failed DNS lookup."""
     if isinstance(exc, requests.ConnectTimeout):
         return True
@@ -382,17 +642,23 @@ def _connect_failure(exc: requests.RequestException) -> bool:
 
 
 def _retry_after(response: requests.Response, default: float) -> float | None:
-    """Seconds to wait before a retry, or None when the server asks for longer than we wait."""
+    """Seconds to wait before a retry, or None when the server asks for longer than we wait.
+
+    Retry-After is delay-seconds (ASCII digits) or an HTTP date; anything else,
+    negative, absurd or unparsable, falls back to ``default``; a date in the
+    past means now.
+    """
     value = response.headers.get("Retry-After")
     if value is None:
         return default
     value = value.strip()
-    if value.isdigit():
-        delay = float(value)
+    if value.isascii() and value.isdigit():
+        delay = float(value) if len(value) <= 9 else float("inf")
     else:
         try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
+            delay = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError, OverflowError, IndexError, OSError):
             return default
-        delay = when.timestamp() - time.time()
-    return max(0.0, delay) if delay <= RETRY_AFTER_CAP else None
+    if not delay <= RETRY_AFTER_CAP:  # also NaN
+        return None
+    return max(0.0, delay)

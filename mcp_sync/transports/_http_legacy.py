@@ -1,5 +1,5 @@
 """Legacy Streamable HTTP sessions (2025-03-26 ... 2025-11-25), mixed into HttpTransport:
-renewing an expired session (LG3), the GET stream (LG5) and the DELETE at close (LG3).
+renewing an expired session, the GET stream and the DELETE at close (checklist LG3, LG5).
 
 Kept apart from :mod:`.http` so that module reads as the request path; this
 one only runs once an ``initialize`` has made the connection legacy.
@@ -7,15 +7,25 @@ one only runs once an ``initialize`` has made the connection legacy.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
+import re
 import threading
 from typing import Any, Iterator, Mapping
 
 from ..exceptions import ConnectionClosed, MCPError, ProtocolError, SessionExpiredError
-from ._http_common import STREAM_ERRORS, Aborted, HttpBase, Slot, content_type
-from ._sse_stream import TooLarge
+from ._http_common import (
+    STREAM_ERRORS,
+    Aborted,
+    HttpBase,
+    Slot,
+    content_type,
+    describe_failure,
+    header_safe,
+    jsonrpc_error,
+    session_id_of,
+)
+from ._sse_stream import BadBody
 from .base import MessageSink
 
 log = logging.getLogger("mcp_sync.http")
@@ -24,8 +34,28 @@ DEFAULT_RETRY_S = 0.5  # LG6: reconnect delay when the server sent no retry fiel
 MAX_LISTEN_FAILURES = 5
 
 
+#: Words with which servers say that they do not know the session a request named
+#: (server-everything: "Bad Request: No valid session ID provided"; others: "Session not
+#: found", "Invalid or expired session", "Unknown session id").
+_SESSION_GONE = re.compile(
+    r"\bsession\b.{0,40}\b(invalid|unknown|no valid|not found|expired|terminated|missing)\b|"
+    r"\b(invalid|unknown|no valid|expired|missing)\b.{0,40}\bsession\b",
+    re.IGNORECASE,
+)
+
+
+def session_refused(status: int, body: tuple[Any, Any] | None) -> bool:
+    """True when a 400 answer proves the server does not know our session: its JSON-RPC
+    error says the session id is unknown, invalid or missing (so the request did not run)."""
+    if status != 400 or body is None:
+        return False
+    error = jsonrpc_error(body[0])
+    message = error.get("message") if error is not None else None
+    return isinstance(message, str) and _SESSION_GONE.search(message[:500]) is not None
+
+
 def dumps(message: Any) -> bytes:
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
 class LegacySession(HttpBase):
@@ -36,7 +66,6 @@ class LegacySession(HttpBase):
     _protocol_version: str | None
     _init_message: dict[str, Any] | None
     _initialized_message: dict[str, Any] | None
-    _oneway: set[Slot]
     _listen_slot: Slot | None
     _listening: bool
     _listen_ready: threading.Event
@@ -56,7 +85,7 @@ class LegacySession(HttpBase):
         raise NotImplementedError
 
     def _renew_session(self, stale: str) -> None:
-        """The server forgot session ``stale`` (404): replay initialize + initialized (LG3).
+        """The server forgot session ``stale``: replay initialize + initialized.
 
         Concurrent callers that hit the same 404 wait here and find it renewed.
         If it cannot be renewed the transport is finished (``sink.closed``).
@@ -65,14 +94,17 @@ class LegacySession(HttpBase):
             if self._session_id != stale:
                 return
             init = self._init_message
-            log.info("mcp_sync: HTTP session of %s expired (404); starting a new one", self.name)
+            log.info("mcp_sync: the server %s no longer knows our HTTP session; starting a new one", self.name)
             self._session_id = None
             try:
                 if init is None:
                     raise SessionExpiredError("the HTTP session expired before any initialize to replay")
                 self._replay_initialize(init)
             except MCPError as exc:
-                error = SessionExpiredError(f"the HTTP session expired and a new one could not start: {exc}")
+                error = SessionExpiredError(
+                    f"the server no longer knows the HTTP session and a new one could not start: {exc}; "
+                    "reconnect the client once the server is back"
+                )
                 if self._sink is not None:
                     self._sink.closed(error)
                 raise error from exc
@@ -80,23 +112,6 @@ class LegacySession(HttpBase):
             self._send_oneway(self._initialized_message, None, None, resent=True)
         if self._sink is not None:
             self._sink.session_renewed()  # the new session holds none of the old one's state
-
-    @contextlib.contextmanager
-    def _oneway_slot(self) -> Iterator[Slot]:
-        """A slot for an exchange made on the calling thread, aborted by close(); an exchange
-        cut short by close() raises ConnectionClosed."""
-        slot = Slot()
-        with self._lock:
-            if self._closing:
-                raise ConnectionClosed("the HTTP transport is closed")
-            self._oneway.add(slot)
-        try:
-            yield slot
-        except Aborted as exc:
-            raise ConnectionClosed("the HTTP transport was closed") from exc
-        finally:
-            with self._lock:
-                self._oneway.discard(slot)
 
     def _replay_initialize(self, init: dict[str, Any]) -> None:
         with self._oneway_slot() as slot:
@@ -106,7 +121,7 @@ class LegacySession(HttpBase):
             try:
                 if not 200 <= response.status_code < 300:
                     raise self.error_for(response, "initialize (new session)")[1]
-                self._session_id = response.headers.get("Mcp-Session-Id")
+                self._session_id = session_id_of(response)
                 answers: Iterator[Any]
                 if content_type(response) == "text/event-stream":
                     answers = (json.loads(e.data) for e in self.events(response) if e.data)
@@ -120,7 +135,7 @@ class LegacySession(HttpBase):
                     if self._sink is not None:
                         self._sink.message(answer)
                 raise ProtocolError("initialize (new session): no answer")
-            except (TooLarge, *STREAM_ERRORS) as exc:
+            except (BadBody, RecursionError, *STREAM_ERRORS) as exc:
                 raise ProtocolError(f"initialize (new session): {exc}") from exc
             finally:
                 slot.finish()
@@ -137,8 +152,14 @@ class LegacySession(HttpBase):
             self._listening = False
 
     def _listen(self) -> None:
-        """The legacy GET stream (LG5): unsolicited server messages; 405 means none is offered."""
+        """The legacy GET stream: unsolicited server messages; 405 means none is offered.
+
+        A 404, or a 400 saying the session is unknown, means the server forgot the
+        session (restarted, expired): the session is renewed here, once until the
+        new one has carried an event, so a client that only listens recovers too.
+        """
         failures, last_id, retry_ms = 0, None, None
+        may_renew = True
         try:
             while not self._closing:
                 slot = Slot()
@@ -146,6 +167,7 @@ class LegacySession(HttpBase):
                     if self._closing:
                         return
                     self._listen_slot = slot
+                session_id = self._session_id
                 try:
                     response = self.exchange("GET", self.url, slot, headers=self._get_headers(last_id))
                 except Aborted:
@@ -157,17 +179,25 @@ class LegacySession(HttpBase):
                     self._listen_ready.set()  # answered (or failed): nobody waits on it any longer
                 if response is not None:
                     try:
-                        if response.status_code in (404, 405):  # none offered, or the session is gone
-                            log.debug("mcp_sync: %s offers no GET stream (HTTP %s)", self.name, response.status_code)
+                        status = response.status_code
+                        body = self.error_for(response, "GET stream") if status == 400 else None
+                        gone = session_id is not None and (status == 404 or session_refused(status, body))
+                        if gone and may_renew and session_id is not None:
+                            may_renew, last_id = False, None
+                            response.close()
+                            self._renew_session(session_id)  # raises (and ends the transport) if it cannot
+                            continue
+                        if status in (404, 405):  # none offered, or the session is gone for good
+                            log.debug("mcp_sync: %s offers no GET stream (HTTP %s)", self.name, status)
                             return
-                        if response.status_code == 200 and content_type(response) == "text/event-stream":
+                        if status == 200 and content_type(response) == "text/event-stream":
                             for event in self.events(response):
-                                failures = 0
-                                last_id = event.id if event.id is not None else last_id
+                                failures, may_renew = 0, True
+                                last_id = header_safe(event.id) or last_id
                                 retry_ms = event.retry_ms if event.retry_ms is not None else retry_ms
                                 if event.data:
                                     self._deliver_text(event.data, None, None)
-                    except TooLarge as exc:
+                    except BadBody as exc:
                         log.warning("mcp_sync: GET stream of %s: %s", self.name, exc)
                     except STREAM_ERRORS:
                         pass
@@ -181,26 +211,30 @@ class LegacySession(HttpBase):
                 delay = retry_ms / 1000 if retry_ms is not None else min(DEFAULT_RETRY_S * 2 ** (failures - 1), 8.0)
                 if self._closed_event.wait(delay):
                     return
+        except MCPError as exc:  # the session could not be renewed: the transport has ended
+            log.debug("mcp_sync: GET stream of %s ends: %s", self.name, exc)
+        except Exception:  # a bug must be seen, not end the stream silently
+            log.exception("mcp_sync: the GET stream of %s failed", self.name)
         finally:
             self._listen_ready.set()
             with self._lock:
                 self._listening = False
 
     def _delete_session(self) -> None:
-        """LG3: end the session; 404/405 (already gone, not allowed) are fine."""
+        """End the session; 404/405 (already gone, not allowed) are fine."""  # LG3
         try:
             response = self.session.delete(
                 self.url,
                 headers=self._get_headers(None),
                 auth=self.auth,
-                timeout=(self.connect_timeout, 2.0),
+                timeout=(min(self.connect_timeout, 2.0), 2.0),  # close() must not wait long for a goodbye
                 allow_redirects=False,
             )
             response.close()
             if response.status_code not in (200, 202, 204, 404, 405):
                 log.debug("mcp_sync: DELETE of the session answered HTTP %s", response.status_code)
         except Exception as exc:  # closing never fails on a server that went away
-            log.debug("mcp_sync: DELETE of the session failed: %s", exc)
+            log.debug("mcp_sync: DELETE of the session failed: %s", describe_failure(exc))
 
     def _legacy_version(self) -> str | None:
         version = self._protocol_version

@@ -3,7 +3,7 @@ an SSE event parser with a per-event bound.
 
 Why not ``sseclient.SSEClient``: it drops events that carry no ``data``, but
 2025-11-25 servers prime every stream with exactly such an event (an ``id``
-and empty data) and announce ``retry:`` the same way (LG6), and both must be
+and empty data) and announce ``retry:`` the same way, and both must be
 remembered to resume a stream. Its buffering is also unbounded. The parser
 here follows the WHATWG event-stream rules and yields every event block,
 data or not.
@@ -19,7 +19,12 @@ import attrs
 CHUNK = 64 * 1024
 
 
-class TooLarge(Exception):
+class BadBody(Exception):
+    """A body the client cannot read safely: too large, an encoding it did not offer, corrupt
+    compressed data. Callers turn it into a ProtocolError for the request it belongs to."""
+
+
+class TooLarge(BadBody):
     """A body or one SSE event exceeds the byte bound."""
 
     def __init__(self, size: int, limit: int, what: str) -> None:
@@ -28,7 +33,7 @@ class TooLarge(Exception):
         self.limit = limit
 
 
-class UnsupportedEncoding(Exception):
+class UnsupportedEncoding(BadBody):
     """The server used a Content-Encoding the client did not offer."""
 
 
@@ -65,18 +70,21 @@ def decoded_chunks(raw: Any, content_encoding: str | None) -> Iterator[bytes]:
         decoder = None  # zlib-wrapped or raw deflate: decided on the first bytes
     else:
         raise UnsupportedEncoding(f"unsupported Content-Encoding {content_encoding!r}")
-    for data in raw_chunks(raw):
-        if decoder is None:
-            decoder = zlib.decompressobj(zlib.MAX_WBITS if data[:1] == b"\x78" else -zlib.MAX_WBITS)
-        while data:
-            out = decoder.decompress(data, CHUNK)
-            data = decoder.unconsumed_tail
-            if out:
-                yield out
-    if decoder is not None:
-        tail = decoder.flush()
-        if tail:
-            yield tail
+    try:
+        for data in raw_chunks(raw):
+            if decoder is None:
+                decoder = zlib.decompressobj(zlib.MAX_WBITS if data[:1] == b"\x78" else -zlib.MAX_WBITS)
+            while data:
+                out = decoder.decompress(data, CHUNK)
+                data = decoder.unconsumed_tail
+                if out:
+                    yield out
+        if decoder is not None:
+            tail = decoder.flush()  # every input was consumed above: only what zlib still holds
+            if tail:
+                yield tail
+    except zlib.error as exc:
+        raise BadBody(f"the {encoding} body is corrupt: {exc}") from exc
 
 
 def read_bounded(chunks: Iterable[bytes], limit: int, what: str = "response body") -> bytes:
@@ -104,43 +112,77 @@ class SseEvent:
 def sse_events(chunks: Iterable[bytes], limit: int) -> Iterator[SseEvent]:
     """Parse an event stream; raises TooLarge if one event (or one line) passes ``limit`` bytes.
 
-    Comment lines (``:`` keep-alives, H12) are ignored; every block that set
-    any field is yielded, including data-less ones, so the caller sees ``id``
-    and ``retry`` (LG6).
+    Lines end with CRLF, LF or CR alone (a CR is a line end at once; an LF
+    right after it, even in the next chunk, is then skipped), so the events
+    do not depend on how the bytes were split. Work is linear in the input:
+    each byte is searched once, and a long line is gathered in a bytearray.
+    Comment lines (``:`` keep-alives) are ignored; every block that set any
+    field is yielded, including data-less ones, so the caller sees ``id`` and
+    ``retry`` (a priming event). An unfinished block at the end is dropped.
     """
-    buffer = b""
+    partial = bytearray()  # the start of a line not yet ended
+    skip_lf = False  # the previous chunk ended with CR: a leading LF belongs to it
+    first_line = True
     event_size = 0
     fields: dict[str, Any] = {}
     data_lines: list[str] = []
     for chunk in chunks:
-        buffer += chunk
-        start = 0
-        while True:
-            cr, lf = buffer.find(b"\r", start), buffer.find(b"\n", start)
-            if cr == -1 and lf == -1:
-                break
-            end = min(i for i in (cr, lf) if i != -1)
-            if end == cr and end == len(buffer) - 1:
-                break  # a CR at the chunk end may be the first half of CRLF
-            line = buffer[start:end]
-            start = end + (2 if end == cr and buffer[end + 1 : end + 2] == b"\n" else 1)
-            event_size += len(line)
+        if not chunk:
+            continue
+        start = 1 if skip_lf and chunk[:1] == b"\n" else 0
+        skip_lf = False
+        for end, after in _line_ends(chunk, start):
+            if partial:
+                partial += chunk[start:end]
+                line = bytes(partial)
+                partial.clear()
+            else:
+                line = chunk[start:end]
+            start = after
+            skip_lf = after == len(chunk) and chunk[end] == 13  # CR
+            if first_line:
+                first_line = False
+                line = line.removeprefix(b"\xef\xbb\xbf")  # a byte order mark opens the stream only
+            event_size += len(line) + after - end
             if event_size > limit:
                 raise TooLarge(event_size, limit, "SSE event")
-            if not line:
-                if fields or data_lines:
-                    yield SseEvent(
-                        event=fields.get("event") or "message",
-                        data="\n".join(data_lines),
-                        id=fields.get("id"),
-                        retry_ms=fields.get("retry"),
-                    )
-                fields, data_lines, event_size = {}, [], 0
+            if line:
+                _field(line.decode("utf-8", "replace"), fields, data_lines)
                 continue
-            _field(line.decode("utf-8", "replace"), fields, data_lines)
-        buffer = buffer[start:]
-        if event_size + len(buffer) > limit:
-            raise TooLarge(event_size + len(buffer), limit, "SSE event")
+            if fields or data_lines:
+                yield SseEvent(
+                    event=fields.get("event") or "message",
+                    data="\n".join(data_lines),
+                    id=fields.get("id"),
+                    retry_ms=fields.get("retry"),
+                )
+            fields, data_lines, event_size = {}, [], 0
+        if event_size + len(partial) + len(chunk) - start > limit:
+            raise TooLarge(event_size + len(partial) + len(chunk) - start, limit, "SSE event")
+        partial += chunk[start:]
+
+
+def _line_ends(chunk: bytes, start: int) -> Iterator[tuple[int, int]]:
+    """``(end, after)`` of each line end (CRLF, LF or CR) in ``chunk`` from ``start``.
+
+    Each search resumes past the last hit (bytes.find is a memchr), so a chunk
+    is scanned once whatever its mix of CR and LF.
+    """
+    cr, lf = chunk.find(b"\r", start), chunk.find(b"\n", start)
+    while cr != -1 or lf != -1:
+        if lf == -1 or (cr != -1 and cr < lf):
+            end, after = cr, (cr + 2 if lf == cr + 1 else cr + 1)
+        else:
+            end, after = lf, lf + 1
+        yield end, after
+        if cr != -1 and cr < after:
+            cr = chunk.find(b"\r", after)
+        if lf != -1 and lf < after:
+            lf = chunk.find(b"\n", after)
+
+
+#: The longest reconnection delay a server may ask for; anything longer is clamped to it.
+MAX_RETRY_MS = 60_000
 
 
 def _field(line: str, fields: dict[str, Any], data_lines: list[str]) -> None:
@@ -155,5 +197,7 @@ def _field(line: str, fields: dict[str, Any], data_lines: list[str]) -> None:
         fields["event"] = value
     elif name == "id" and "\0" not in value:
         fields["id"] = value
-    elif name == "retry" and value.isdigit():
-        fields["retry"] = int(value)
+    elif name == "retry" and value and value.isascii() and value.isdigit():
+        # ASCII digits only (str.isdigit alone accepts other scripts' digits); a huge
+        # value is clamped before int() so that no digit count can overflow or stall.
+        fields["retry"] = MAX_RETRY_MS if len(value) > 9 else min(int(value), MAX_RETRY_MS)

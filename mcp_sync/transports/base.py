@@ -39,8 +39,9 @@ class Transport(Protocol):
     False tells the engine to send ``notifications/cancelled`` instead.
     ``configure`` is told the era and protocol version once they are known.
     A transport may also take ``send(..., timeout=seconds)`` to bound the write
-    itself (RequestTimeout when it cannot finish), and offer ``diagnostics()``:
-    see :func:`diagnostics_of`.
+    itself (RequestTimeout when it cannot finish), and offer ``diagnostics() -> str``:
+    what the server said that may explain a silence or an exit (stray output, its
+    last stderr lines), or ``""``; the engine appends it to its errors.
     """
 
     name: str
@@ -55,13 +56,3 @@ class Transport(Protocol):
 
     def close(self) -> None: ...
 
-
-def diagnostics_of(transport: object) -> str:
-    """What the server said that may explain a silence or an exit (stray output, its last
-    stderr lines), from the transport's optional ``diagnostics()``; ``""`` when there is nothing.
-
-    Example: ``diagnostics_of(transport)`` may be
-    ``"stdout lines that were not JSON-RPC: 'Server starting on port 3000'"``.
-    """
-    diagnostics = getattr(transport, "diagnostics", None)
-    return str(diagnostics()) if callable(diagnostics) else ""

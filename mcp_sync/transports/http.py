@@ -5,21 +5,25 @@ transport only frames it):
 
 * a message whose ``params._meta`` carries ``io.modelcontextprotocol/protocolVersion``
   is **modern** (2026-07-28): its own POST with ``MCP-Protocol-Version``,
-  ``Mcp-Method`` and ``Mcp-Name`` (H1-H7); no session, no GET stream (H15);
-  cancelling closes its response stream (H14);
+  ``Mcp-Method`` and ``Mcp-Name``; no session, no GET stream;
+  cancelling closes its response stream;
 * an ``initialize`` switches to **legacy** (2025-03-26 ... 2025-11-25): the
-  ``Mcp-Session-Id`` it returns goes on every later request (LG3) with the
-  negotiated ``MCP-Protocol-Version`` (LG2), a GET stream carries unsolicited
-  server messages (LG5), broken streams resume with ``Last-Event-ID`` (LG6),
-  a 404 on a session starts a new one (LG3) and ``close()`` DELETEs it;
+  ``Mcp-Session-Id`` it returns goes on every later request with the
+  negotiated ``MCP-Protocol-Version``, a GET stream carries unsolicited
+  server messages, broken streams resume with ``Last-Event-ID``, a request
+  the server refuses for an unknown session is sent again on a new session,
+  and ``close()`` DELETEs it;
 * an ``initialize`` refused with 400/404/405 where a GET opens an SSE stream
-  whose first event is ``endpoint`` switches to :class:`SseTransport` (LG14).
+  whose first event is ``endpoint`` switches to :class:`SseTransport`.
 
 Threads (daemon, joined by ``close()``): ``mcp_sync-http-<server>``, one per
 request in flight (``send`` never blocks for an answer); ``mcp_sync-listen-<server>``
 for the legacy GET stream. Notifications and responses are POSTed on the
 calling thread, so they reach the server in the order they were sent.
 """
+
+# Checklist items (../shared/spec/client-checklist.md): modern H1-H7, H12-H15; legacy LG2, LG3,
+# LG5, LG6; the HTTP+SSE fallback LG14.
 
 from __future__ import annotations
 
@@ -29,18 +33,24 @@ import threading
 from typing import Any, Mapping
 
 from .._headers import encode_header_value
-from ..exceptions import ConnectionClosed, MCPError, ProtocolError, SessionExpiredError
+from .._ids import normalize_id
+from ..exceptions import ConnectionClosed, MCPError, ProtocolError
 from ._http_common import (
     DEFAULT_MAX_BYTES,
+    ONEWAY_TIMEOUT,
+    SAFE_TO_RESEND,
     STREAM_ERRORS,
     Aborted,
     Slot,
     content_type,
+    describe_failure,
+    header_safe,
     jsonrpc_error,
     origin,
+    session_id_of,
 )
-from ._http_legacy import DEFAULT_RETRY_S, LegacySession, dumps
-from ._sse_stream import TooLarge
+from ._http_legacy import DEFAULT_RETRY_S, LegacySession, dumps, session_refused
+from ._sse_stream import BadBody
 from .base import MessageSink
 from .sse import SseTransport
 
@@ -112,9 +122,21 @@ class HttpTransport(LegacySession):
 
     ``headers`` go on every request (POST, GET stream, DELETE); ``auth`` is a
     ``requests`` auth object or a callable ``(PreparedRequest) -> PreparedRequest``
-    applied to every request (H17). ``max_message_bytes`` bounds a body after
+    applied to every request. ``max_message_bytes`` bounds a body after
     decompression and each SSE event. Thread-safe: ``send`` may be called from
     any number of threads; one ``requests.Session`` is shared by all of them.
+
+    Sending again (at most ``max_retries`` times, with backoff): any request
+    whose connection could not be made (refused, timed out, name not
+    resolved), since the server cannot have seen it; reads and lists
+    (``tools/list``, ``resources/read``, ``ping``, the handshake...) also after
+    a 502/503/504 (honouring ``Retry-After`` up to 30 s) or a reset connection.
+    A ``tools/call`` or any other request that may change something is never
+    sent twice on such an answer: a 503 does not prove the server did nothing.
+    A legacy request the server refuses because it no longer knows the
+    session (404, or a 400 saying so, as after a server restart) is sent again
+    once on a new session. Redirects are followed only to the same origin, and
+    URLs in messages and logs hide passwords and query values.
 
     Example::
 
@@ -124,7 +146,7 @@ class HttpTransport(LegacySession):
         # usually simply: mcp_sync.Client.http("http://127.0.0.1:8000/mcp")
     """
 
-    #: The client mirrors x-mcp-header parameters (H8) only on this transport.
+    #: The client mirrors x-mcp-header parameters only on this transport (checklist H8).
     mirrors_param_headers = True
 
     def __init__(
@@ -157,7 +179,6 @@ class HttpTransport(LegacySession):
         self._init_message: dict[str, Any] | None = None
         self._initialized_message: dict[str, Any] | None = None
         self._inflight: dict[Any, _InFlight] = {}
-        self._oneway: set[Slot] = set()
         self._listen_slot: Slot | None = None
         self._listening = False
         self._listen_ready = threading.Event()  # the GET stream answered (opened, or none offered)
@@ -182,7 +203,7 @@ class HttpTransport(LegacySession):
         self._sink = sink
 
     def configure(self, *, era: str, protocol_version: str) -> None:
-        """Told the era once decided: legacy requests now carry ``MCP-Protocol-Version`` (LG2).
+        """Told the era once decided: legacy requests now carry ``MCP-Protocol-Version``.
 
         On a legacy session, wait (at most ``LISTEN_READY_WAIT`` s) until the GET stream
         the handshake started has answered, so that what the server announces right
@@ -221,7 +242,9 @@ class HttpTransport(LegacySession):
         if version is not None and self._era is None and cached_era(self.url) in ("legacy", "sse"):
             self._relied_on_cache = True
             if self._sink is not None:  # section 4 step 7: skip a probe this origin already failed
-                self._sink.fail(request_id, ProtocolError(f"{self.url} is a legacy server (cached for its origin)"))
+                self._sink.fail(
+                    request_id, ProtocolError(f"{self.safe_url} is a legacy server (cached for its origin)")
+                )
             return
         slot = Slot()
         with self._lock:
@@ -234,20 +257,21 @@ class HttpTransport(LegacySession):
             raise
 
     def abort(self, request_id: Any) -> bool:
-        """Modern: close the request's stream, which *is* the cancellation (H14). Legacy: False (LG6)."""
+        """End the request's exchange at once (its worker does not read on for as long as the
+        server sends). Modern: closing the stream *is* the cancellation (True). Legacy: False,
+        the engine sends notifications/cancelled as well (a closed stream alone does not
+        cancel there)."""  # H14, LG6
         if self._delegate is not None:
             return self._delegate.abort(request_id)
         with self._lock:
             record = self._inflight.get(request_id)
         if record is None:
             return self._era == "modern"
-        if not record.modern:
-            return False
         record.slot.abort()
-        return True
+        return record.modern
 
     def close(self) -> None:
-        """End every stream and request, join the threads, DELETE a legacy session (LG3). Idempotent."""
+        """End every stream and request, join the threads, DELETE a legacy session. Idempotent."""  # LG3
         with self._lock:
             if self._closing:
                 return
@@ -287,7 +311,7 @@ class HttpTransport(LegacySession):
         except Exception as exc:  # a bug must fail the request, not leave its caller waiting
             log.exception("mcp_sync: the HTTP transport failed on %s", message.get("method"))
             if self._sink is not None:
-                self._sink.fail(request_id, ProtocolError(f"internal error in the HTTP transport: {exc!r}"))
+                self._sink.fail(request_id, ProtocolError(f"internal error in the HTTP transport (logged): {exc}"))
         finally:
             with self._lock:
                 self._inflight.pop(request_id, None)
@@ -303,7 +327,7 @@ class HttpTransport(LegacySession):
             slot,
             headers=self._post_headers(message, extra, version, session_id),
             body=dumps(message),
-            unsent_only=method == "tools/call",
+            safe_to_resend=method in SAFE_TO_RESEND,
         )
         try:
             status = response.status_code
@@ -314,40 +338,44 @@ class HttpTransport(LegacySession):
                     self._switch_to_sse(message, slot, status, refusal)
                     return
                 if 200 <= status < 300:
-                    self._session_id = response.headers.get("Mcp-Session-Id")
-            if status == 404 and session_id is not None and not resent:
+                    self._session_id = session_id_of(response)
+            body = None
+            if status == 400 and session_id is not None and not resent:
+                body = self.error_for(response, method)
+            if session_id is not None and not resent and (status == 404 or session_refused(status, body)):
+                # The server refused the request because it does not know the session (LG3): it did
+                # not run it, so once a new session is open it is sent again, tools/call included.
                 response.close()
                 self._renew_session(session_id)
-                if method == "tools/call":  # may have run: never repeated silently
-                    raise SessionExpiredError(
-                        "tools/call: the HTTP session expired (404) and the call is not safe to repeat; "
-                        "a new session is open, call again if intended (LG3)"
-                    )
                 self._request(message, extra, version, slot, resent=True)
                 return
             if not 200 <= status < 300:
-                self._fail_status(message, response, version)
+                self._fail_status(message, response, version, body)
                 return
             kind = content_type(response)
             if kind == "text/event-stream":
                 self._read_post_stream(message, response, slot, version is not None)
             elif kind == "application/json" or kind.endswith("+json"):
                 if not self._deliver(self.read_json(response), request_id, method):
-                    raise ProtocolError(f"{method}: the JSON body from {self.url} is not the answer")
+                    raise ProtocolError(f"{method}: the JSON body from {self.safe_url} is not the answer")
             else:
-                raise ProtocolError(f"{method}: HTTP {status} from {self.url} with Content-Type {kind!r} and no answer")
+                raise ProtocolError(
+                    f"{method}: HTTP {status} from {self.safe_url} with Content-Type {kind!r} and no answer"
+                )
         finally:
             slot.finish()
             response.close()
 
-    def _fail_status(self, message: dict[str, Any], response: Any, version: str | None) -> None:
+    def _fail_status(
+        self, message: dict[str, Any], response: Any, version: str | None, body: tuple[Any, MCPError] | None = None
+    ) -> None:
         """An error status: a JSON-RPC error body becomes a ServerError; anything else raises.
 
         While probing (era unknown), only a recognized modern error counts as an
         answer; any other 4xx is a ProtocolError, so the lifecycle falls back to
         ``initialize`` (section 4 step 5).
         """
-        parsed, error = self.error_for(response, message["method"])
+        parsed, error = body if body is not None else self.error_for(response, message["method"])
         rpc_error = jsonrpc_error(parsed)
         status = response.status_code
         if rpc_error is not None and status not in (401, 403):
@@ -359,12 +387,12 @@ class HttpTransport(LegacySession):
         raise error
 
     def _read_post_stream(self, message: dict[str, Any], response: Any, slot: Slot, modern: bool) -> None:
-        """Deliver a POST's SSE stream until the answer (then close it, H12).
+        """Deliver a POST's SSE stream until the answer (then close it).
 
         Legacy streams that break are resumed with GET + ``Last-Event-ID``
-        after the server's ``retry`` delay, a bounded number of fruitless times
-        (LG6); modern streams are not resumable (H13), so the request fails.
-        """
+        after the server's ``retry`` delay, a bounded number of fruitless times;
+        modern streams are not resumable, so the request fails.
+        """  # H12, H13, LG6
         method, request_id = message["method"], message["id"]
         last_id: str | None = None
         retry_ms: int | None = None
@@ -375,22 +403,22 @@ class HttpTransport(LegacySession):
                 try:
                     for event in self.events(current):
                         attempts = 0
-                        last_id = event.id if event.id is not None else last_id
+                        last_id = header_safe(event.id) or last_id
                         retry_ms = event.retry_ms if event.retry_ms is not None else retry_ms
                         if event.data and self._deliver_text(event.data, request_id, method):
                             return
-                except TooLarge as exc:
+                except BadBody as exc:
                     raise ProtocolError(f"{method}: {exc}") from exc
                 except STREAM_ERRORS as exc:
                     if slot.aborted or self._closing:
                         raise Aborted from exc
-                    log.debug("mcp_sync: the %s stream broke: %s", method, exc)
+                    log.debug("mcp_sync: the %s stream broke: %s", method, describe_failure(exc))
                 if slot.aborted or self._closing:
                     raise Aborted
                 if modern or last_id is None or attempts >= self.max_resume_attempts:
-                    why = " (modern streams are not resumable, H13)" if modern else ""
+                    why = " (a modern stream cannot be resumed)" if modern else ""  # H13
                     raise ConnectionClosed(
-                        f"{method}: the response stream from {self.url} ended before the answer{why}"
+                        f"{method}: the response stream from {self.safe_url} ended before the answer{why}"
                     )
                 attempts += 1
                 slot.sleep(retry_ms / 1000 if retry_ms is not None else DEFAULT_RETRY_S)
@@ -406,7 +434,7 @@ class HttpTransport(LegacySession):
     def _deliver_text(self, text: str, request_id: Any, method: str | None) -> bool:
         try:
             parsed = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             log.warning("mcp_sync: %s sent an SSE event that is not JSON (skipped): %.200r", self.name, text)
             return False
         return self._deliver(parsed, request_id, method)
@@ -415,7 +443,7 @@ class HttpTransport(LegacySession):
         """Hand messages to the sink; True when one of them answers ``request_id``."""
         answered = False
         for item in parsed if isinstance(parsed, list) else [parsed]:
-            if isinstance(item, dict) and "method" not in item and item.get("id") == request_id:
+            if isinstance(item, dict) and "method" not in item and normalize_id(item.get("id")) == request_id:
                 answered = True
                 result = item.get("result")
                 if method == "initialize" and isinstance(result, dict):
@@ -439,10 +467,14 @@ class HttpTransport(LegacySession):
                 slot,
                 headers=self._post_headers(message, extra, version, session_id),
                 body=dumps(message),
+                timeout=ONEWAY_TIMEOUT,
             )
             try:
                 status = response.status_code
-                if status == 404 and session_id is not None and not resent:
+                body = None
+                if status == 400 and session_id is not None and not resent:
+                    body = self.error_for(response, str(method or "response"))
+                if session_id is not None and not resent and (status == 404 or session_refused(status, body)):
                     if method is None:
                         return  # an answer to a request of the expired session: nobody waits for it
                     response.close()
@@ -450,7 +482,7 @@ class HttpTransport(LegacySession):
                     self._send_oneway(message, extra, version, resent=True)
                     return
                 if not 200 <= status < 300:
-                    raise self.error_for(response, str(method or "response"))[1]
+                    raise (body or self.error_for(response, str(method or "response")))[1]
             finally:
                 slot.finish()
                 response.close()
@@ -462,7 +494,7 @@ class HttpTransport(LegacySession):
     def _switch_to_sse(
         self, init: dict[str, Any], slot: Slot, status: int | None, refusal: tuple[Any, MCPError] | None
     ) -> None:
-        """``initialize`` found no Streamable HTTP: GET the URL; an ``endpoint`` event means HTTP+SSE (LG14).
+        """``initialize`` found no Streamable HTTP: GET the URL; an ``endpoint`` event means HTTP+SSE.
 
         If it is not HTTP+SSE either, the initialize fails with the server's own
         refusal: its JSON-RPC error (e.g. a modern-only server's -32022) or the status.
@@ -475,8 +507,8 @@ class HttpTransport(LegacySession):
             try:
                 if response.status_code == 200 and content_type(response) == "text/event-stream":
                     first = next((e.event for e in self.events(response) if e.data), None)
-            except (TooLarge, *STREAM_ERRORS) as exc:
-                log.debug("mcp_sync: probing %s for HTTP+SSE: %s", self.url, exc)
+            except (BadBody, *STREAM_ERRORS) as exc:
+                log.debug("mcp_sync: probing %s for HTTP+SSE: %s", self.safe_url, describe_failure(exc))
             finally:
                 slot.finish()
                 response.close()
@@ -486,7 +518,7 @@ class HttpTransport(LegacySession):
                     self._sink.message({"jsonrpc": "2.0", "id": init["id"], "error": rpc_error})
                     return
                 raise ProtocolError(
-                    f"initialize: HTTP {status} from {self.url}, and a GET there opens no HTTP+SSE stream "
+                    f"initialize: HTTP {status} from {self.safe_url}, and a GET there opens no HTTP+SSE stream "
                     f"(first event: {first!r}); is this an MCP endpoint?"
                 )
         delegate = SseTransport(
@@ -505,7 +537,7 @@ class HttpTransport(LegacySession):
                 raise Aborted
             self._delegate = delegate
         _remember_era(self.url, "sse")
-        log.info("mcp_sync: %s has no Streamable HTTP; using the HTTP+SSE transport (2024-11-05)", self.url)
+        log.info("mcp_sync: %s has no Streamable HTTP; using the HTTP+SSE transport (2024-11-05)", self.safe_url)
         delegate.send(init)
 
     # -- headers -------------------------------------------------------------------------------
@@ -533,4 +565,4 @@ class HttpTransport(LegacySession):
         return headers
 
     def __repr__(self) -> str:
-        return f"<HttpTransport {self.url!r} era={self._era} session={self._session_id!r}>"
+        return f"<HttpTransport {self.safe_url!r} era={self._era} session={self._session_id!r}>"

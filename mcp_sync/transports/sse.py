@@ -1,4 +1,4 @@
-"""The deprecated HTTP+SSE transport of protocol revision 2024-11-05 (LG14).
+"""The deprecated HTTP+SSE transport of protocol revision 2024-11-05.
 
 The client GETs the SSE URL; the server's first event, ``endpoint``, names the
 URL to POST every client message to; every server message, responses
@@ -15,20 +15,23 @@ import json
 import logging
 import threading
 from typing import Any, Mapping
-from urllib.parse import urljoin
 
 from ..exceptions import ConnectionClosed, MCPError, ProtocolError
 from ._http_common import (
     DEFAULT_MAX_BYTES,
+    ONEWAY_TIMEOUT,
+    SAFE_TO_RESEND,
     STREAM_ERRORS,
     Aborted,
     HttpBase,
     Slot,
     content_type,
+    describe_failure,
     jsonrpc_error,
-    origin,
+    redact_url,
+    same_origin,
 )
-from ._sse_stream import TooLarge
+from ._sse_stream import BadBody
 from .base import MessageSink
 
 log = logging.getLogger("mcp_sync.http")
@@ -83,7 +86,9 @@ class SseTransport(HttpBase):
         self._sink = sink
         self._spawn(self._read_stream, "sse")
         if not self._ready.wait(self.endpoint_timeout):
-            self._start_error = ConnectionClosed(f"{self.url}: no 'endpoint' event within {self.endpoint_timeout} s")
+            self._start_error = ConnectionClosed(
+                f"{self.safe_url}: no 'endpoint' event within {self.endpoint_timeout} s"
+            )
         if self._start_error is not None:
             self.close()
             raise self._start_error
@@ -96,30 +101,33 @@ class SseTransport(HttpBase):
         endpoint = self.endpoint
         if endpoint is None or self._closing:
             raise ConnectionClosed("the HTTP+SSE transport is not connected")
-        body = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        body = json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
         post_headers = {"Content-Type": "application/json", **(headers or {})}
         if "method" in message and "id" in message:
             request_id = message["id"]
             slot = Slot()
             with self._lock:
                 self._inflight[request_id] = slot
-            unsent_only = message.get("method") == "tools/call"
+            resendable = message.get("method") in SAFE_TO_RESEND
             try:
                 self._spawn(
-                    lambda: self._post_request(request_id, endpoint, body, post_headers, slot, unsent_only), "post"
+                    lambda: self._post_request(request_id, endpoint, body, post_headers, slot, resendable), "post"
                 )
             except ConnectionClosed:
                 with self._lock:
                     self._inflight.pop(request_id, None)
                 raise
             return
-        try:
-            self._post(endpoint, body, post_headers, Slot(), str(message.get("method", "response")), False)
-        except Aborted as exc:
-            raise ConnectionClosed("the HTTP+SSE transport was closed") from exc
+        with self._oneway_slot() as slot:
+            self._post(endpoint, body, post_headers, slot, str(message.get("method", "response")), True, ONEWAY_TIMEOUT)
 
     def abort(self, request_id: Any) -> bool:
-        """No per-request stream here: the engine sends notifications/cancelled (LG6)."""
+        """Stop the request's POST if it is still in progress; returns False: the answer would
+        come on the shared stream, so the engine sends notifications/cancelled."""  # LG6
+        with self._lock:
+            slot = self._inflight.get(request_id)
+        if slot is not None:
+            slot.abort()
         return False
 
     def close(self) -> None:
@@ -128,7 +136,7 @@ class SseTransport(HttpBase):
             if self._closing:
                 return
             self._closing = True
-            slots = [self._stream_slot, *self._inflight.values()]
+            slots = [self._stream_slot, *self._inflight.values(), *self._oneway]
         self._closed_event.set()
         for slot in slots:
             slot.abort()
@@ -138,10 +146,10 @@ class SseTransport(HttpBase):
     # -- threads -------------------------------------------------------------------------
 
     def _post_request(
-        self, request_id: Any, endpoint: str, body: bytes, headers: dict[str, str], slot: Slot, unsent_only: bool
+        self, request_id: Any, endpoint: str, body: bytes, headers: dict[str, str], slot: Slot, resendable: bool
     ) -> None:
         try:
-            parsed = self._post(endpoint, body, headers, slot, "request", unsent_only)
+            parsed = self._post(endpoint, body, headers, slot, "request", resendable)
             if parsed is not None and self._sink is not None:  # a JSON-RPC error body about this request
                 self._sink.message({"jsonrpc": "2.0", "id": request_id, "error": parsed})
         except Aborted:
@@ -154,11 +162,20 @@ class SseTransport(HttpBase):
                 self._inflight.pop(request_id, None)
 
     def _post(
-        self, endpoint: str, body: bytes, headers: dict[str, str], slot: Slot, what: str, unsent_only: bool
+        self,
+        endpoint: str,
+        body: bytes,
+        headers: dict[str, str],
+        slot: Slot,
+        what: str,
+        resendable: bool,
+        timeout: float | None = None,
     ) -> Any:
         """POST; the answer comes on the stream, so 2xx is all we want. Returns a JSON-RPC error dict
         when the server refused with one, raises for other failures."""
-        response = self.exchange("POST", endpoint, slot, headers=headers, body=body, unsent_only=unsent_only)
+        response = self.exchange(
+            "POST", endpoint, slot, headers=headers, body=body, safe_to_resend=resendable, timeout=timeout
+        )
         try:
             if 200 <= response.status_code < 300:
                 return None
@@ -177,7 +194,9 @@ class SseTransport(HttpBase):
         reason = "the HTTP+SSE stream ended"
         try:
             response = self.exchange("GET", self.url, slot, headers={"Accept": "text/event-stream"})
-        except Aborted:
+        except Aborted:  # close() while connecting: start() must not wait out endpoint_timeout
+            self._start_error = ConnectionClosed("the HTTP+SSE transport was closed while connecting")
+            self._ready.set()
             return
         except MCPError as exc:
             self._start_error = exc
@@ -197,43 +216,40 @@ class SseTransport(HttpBase):
                         self._ready.set()
                     elif event.data:
                         self._start_error = ProtocolError(
-                            f"{self.url}: the first SSE event is {event.event!r}, not 'endpoint'"
+                            f"{self.safe_url}: the first SSE event is {event.event!r}, not 'endpoint'"
                         )
                         return
                     continue
                 if event.event == "message" and event.data:
                     self._deliver(event.data)
-        except TooLarge as exc:
-            reason = f"the HTTP+SSE stream carried an oversized event: {exc}"
+        except BadBody as exc:
+            reason = f"the HTTP+SSE stream could not be read: {exc}"
             log.warning("mcp_sync: %s", reason)
         except STREAM_ERRORS as exc:
-            reason = f"the HTTP+SSE stream broke: {exc}"
+            reason = f"the HTTP+SSE stream broke: {describe_failure(exc)}"
         finally:
             slot.finish()
             response.close()
             if not started and self._start_error is None:
-                self._start_error = ConnectionClosed(f"{self.url}: the stream ended before the 'endpoint' event")
+                self._start_error = ConnectionClosed(f"{self.safe_url}: the stream ended before the 'endpoint' event")
             self._ready.set()
         if started and not self._closing and self._sink is not None:
             self._sink.closed(ConnectionClosed(reason))
 
     def _set_endpoint(self, data: str) -> None:
-        endpoint = urljoin(self.url, data)
-        if origin(endpoint) != origin(self.url):
-            self._start_error = ProtocolError(
-                f"{self.url}: the endpoint event names another origin ({endpoint}); refusing to send messages there"
-            )
-            return
-        self.endpoint = endpoint
+        try:
+            self.endpoint = same_origin(data, self.url, "the endpoint event's URL")
+        except ProtocolError as exc:
+            self._start_error = exc
 
     def _deliver(self, data: str) -> None:
         try:
             message = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             log.warning("mcp_sync: %s sent an SSE event that is not JSON (skipped): %.200r", self.name, data)
             return
         if self._sink is not None:
             self._sink.message(message)
 
     def __repr__(self) -> str:
-        return f"<SseTransport {self.url!r} endpoint={self.endpoint!r}>"
+        return f"<SseTransport {self.safe_url!r} endpoint={redact_url(self.endpoint) if self.endpoint else None!r}>"

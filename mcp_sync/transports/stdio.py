@@ -88,7 +88,7 @@ _STDERR_LINE_BYTES = 4096  # a longer stderr line is cut: a server without newli
 _DIAGNOSTIC_LINES = 5  # how many non-JSON-RPC stdout lines, and stderr lines, an error quotes
 _DIAGNOSTIC_CHARS = 200
 _ID_SCAN_BYTES = 1 << 20  # how much of an oversized line is searched for its top-level id
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # one per process: built once
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)  # built once; never NaN
 _ENV_HINT = (
     "the server gets only an allow-listed environment (see DEFAULT_ENV_VARS): if it needs more, "
     "pass env={...} or inherit_env=True"
@@ -213,7 +213,7 @@ class StdioTransport:
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL_LINES)
         self._stdout_noise: list[str] = []  # the first lines of stdout that were not JSON-RPC
         self._stdout_noise_count = 0
-        self._stderr_log = logging.getLogger(f"mcp_sync.stderr.{self.name}")
+        self._stderr_log = logging.getLogger(f"mcp_sync.stderr.{self.name}")  # renamed at start()
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -226,6 +226,7 @@ class StdioTransport:
     def start(self, sink: MessageSink) -> None:
         """Spawn the server and its reader threads. Raises ConnectionClosed if it cannot start."""
         self._sink = sink
+        self._stderr_log = logging.getLogger(f"mcp_sync.stderr.{self.name}")  # the client may rename us
         popen_kwargs: dict[str, Any] = {}
         if sys.platform == "win32":
             popen_kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
@@ -561,10 +562,9 @@ class StdioTransport:
             message = f"{what}: {self.name} {describe_exit(code)}"
             if not self._answered and not self.inherit_env:
                 message += f" before answering anything ({_ENV_HINT})"
-            if self._stdout_noise:
-                message += "; " + self.diagnostics().split("; last stderr lines: ")[0]
-            if tail:
-                message += f"; last stderr lines:\n{tail}"
+            diagnostics = self.diagnostics()  # the engine adds it only where it is missing
+            if diagnostics:
+                message += f"\n{diagnostics}"
         return ConnectionClosed(message, exit_code=code, stderr_tail=tail)
 
     def __repr__(self) -> str:

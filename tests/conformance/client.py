@@ -17,8 +17,10 @@ Scenarios named ``auth/*`` connect with :class:`mcp_sync.OAuth`: the mock
 authorization servers approve at once, so ``on_authorize`` stands in for the
 browser by requesting the authorization URL without following its redirect and
 returning the ``Location``; the context's ``client_id``/``client_secret``
-(pre-registration, client credentials) are used when given, and the Client ID
-Metadata Document URL is the one the suite expects. A refused flow raises
+(pre-registration, client credentials) or ``private_key_pem`` (private_key_jwt)
+are used when given, an ``idp_id_token`` selects cross-app access (exchanged at
+``idp_token_endpoint``), and the Client ID Metadata Document URL is the one the
+suite expects. A refused flow raises
 AuthorizationError while connecting, so the process exits 1: the scenarios
 that test a refusal allow (expect) that.
 """
@@ -51,16 +53,29 @@ def follow_authorization(url: str) -> str:
 
 
 def make_auth(scenario: str, context: dict[str, Any]) -> mcp_sync.OAuth | None:
+    """The OAuth a user would configure for the scenario: the context carries pre-registered
+    credentials (client secret or private key) and, for cross-app access, the enterprise
+    identity provider's ID token and token endpoint."""
     if not scenario.startswith("auth/"):
         return None
+    grant_type = "authorization_code"
+    if scenario.startswith("auth/client-credentials"):
+        grant_type = "client_credentials"
+    elif context.get("idp_id_token"):
+        grant_type = "cross_app_access"
     return mcp_sync.OAuth(
         client_name="mcp-sync-conformance",
         client_id=context.get("client_id"),
         client_secret=context.get("client_secret"),
         issuer=context.get("issuer"),
+        private_key=context.get("private_key_pem"),
+        signing_algorithm=context.get("signing_algorithm"),
         client_metadata_url=CIMD_URL,
         on_authorize=follow_authorization,
-        grant_type="client_credentials" if scenario.startswith("auth/client-credentials") else "authorization_code",
+        grant_type=grant_type,
+        id_token=context.get("idp_id_token"),
+        idp_token_endpoint=context.get("idp_token_endpoint"),
+        idp_client_id=context.get("idp_client_id"),
         timeout=10,
     )
 

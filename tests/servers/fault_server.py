@@ -195,6 +195,7 @@ CAPABILITIES: JsonObject = {
     "prompts": {},
     "completions": {},
     "logging": {},
+    "extensions": {TASKS_EXTENSION: {}},  # task_job makes tasks
 }
 
 BEHAVIOURS = (

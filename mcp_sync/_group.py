@@ -1,0 +1,573 @@
+"""``ClientGroup``: many MCP servers used as one (tools, resources and prompts routed by name)."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import threading
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Union
+
+import attrs
+
+from ._client import Client
+from ._config import load_config
+from ._connect import NOT_GIVEN, _client_for, given_options, is_whole_config
+from ._listing import _call_options
+from ._llm_formats import LLMFormatsMixin, shortened_name
+from ._sentinels import USE_CLIENT_DEFAULT
+from ._threads import run_concurrently
+from .exceptions import CapabilityError, ClientStateError, MCPError, ServerError
+from .models import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
+
+if TYPE_CHECKING:
+    from ._engine import ProgressCallback
+    from ._handlers import Roots
+    from ._values import Timeout
+    from .cancellation import CancellationToken
+
+log = logging.getLogger("mcp_sync")
+
+SEPARATOR = "__"
+_MAX_ORIGINS = 10_000  # items handed out whose server server_of() still knows by identity
+Servers = Union[str, "os.PathLike[str]", Mapping[str, Union[Client, Mapping[str, Any]]]]
+
+
+class AmbiguousToolError(MCPError, ValueError):
+    """More than one server has a tool (or prompt, or resource) of that name; pass ``server=``.
+
+    ``name`` is the name asked for, ``servers`` the servers that have it.
+
+    Example::
+
+        try:
+            group.call_tool("search", {"q": "x"})
+        except mcp_sync.AmbiguousToolError as e:
+            group.call_tool("search", {"q": "x"}, server=e.servers[0])
+    """
+
+    def __init__(self, message: str, *, name: str, servers: list[str]) -> None:
+        super().__init__(message)
+        self.name, self.servers = name, servers
+
+
+class ToolNotFound(MCPError, KeyError):
+    """No connected server has a tool (or prompt, or resource) of that name.
+
+    Example::
+
+        try:
+            group.call_tool("nope")
+        except mcp_sync.ToolNotFound as e:
+            print(e.message)
+    """
+
+    def __init__(self, message: str, *, name: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.message
+
+
+class _Names:
+    """``<server>__<name>`` names, valid for every LLM API, and the way back. Once given, a
+    name keeps meaning the same (server, name) for the group's life."""
+
+    def __init__(self) -> None:
+        self.to_key: dict[str, tuple[str, str]] = {}
+        self.to_name: dict[tuple[str, str], str] = {}
+
+    def prefixed(self, server: str, name: str) -> str:
+        key = (server, name)
+        if key in self.to_name:
+            return self.to_name[key]
+        wanted, hash_key = f"{server}{SEPARATOR}{name}", f"{server}\0{name}"
+        candidate, hash_len = shortened_name(wanted, hash_key), 8
+        while candidate in self.to_key:  # e.g. server "a__b" + tool "c" and server "a" + tool "b__c"
+            candidate = shortened_name(wanted, hash_key, hash_len, force_hash=True)
+            hash_len += 4
+        self.to_key[candidate], self.to_name[key] = key, candidate
+        return candidate
+
+
+class ClientGroup(LLMFormatsMixin):
+    """Several MCP servers as one: their tools, resources and prompts, routed by name.
+
+    ``servers`` maps names to config entries (as :func:`load_config` returns
+    them, or as :func:`connect` takes them) or to :class:`Client` objects; a
+    path, or a whole config's dict (``{"mcpServers": ...}``), is read with
+    :func:`load_config`. The keyword options (those of :func:`connect`: the
+    :class:`Client` options, and the stdio or HTTP ones) apply to every client
+    built from an entry; ``options={"github": {"timeout": 5}}`` adds per-server
+    ones (timeouts, auth, handlers). The group owns its clients: ``close()``
+    closes them all.
+
+    Connecting (``__enter__``, :meth:`connect` or the first use) starts every
+    server at once, each within its client's ``timeout``; a server that fails
+    lands in :attr:`errors` and is logged, unless ``strict=True``, which closes
+    the others and raises that error.
+
+    Thread-safe like :class:`Client`: share one group between threads; the
+    name maps sit behind one lock and the calls themselves run unlocked.
+
+    Example::
+
+        servers = mcp_sync.load_config("claude_desktop_config.json")
+        with mcp_sync.ClientGroup(servers, timeout=30) as group:
+            for tool in group.tools():
+                print(group.server_of(tool), tool.name)
+            group.call_tool("read_file", {"path": "x"})
+            group.call_tool("search", {"q": "mcp"}, server="github")
+    """
+
+    def __init__(
+        self,
+        servers: Servers,
+        *,
+        strict: bool = False,
+        options: Mapping[str, Mapping[str, Any]] | None = None,
+        env: Mapping[str, str] | None = NOT_GIVEN,
+        cwd: str | os.PathLike[str] | None = NOT_GIVEN,
+        inherit_env: bool = NOT_GIVEN,
+        stderr: Any = NOT_GIVEN,
+        headers: Mapping[str, str] | None = NOT_GIVEN,
+        auth: Any = NOT_GIVEN,
+        session: Any = NOT_GIVEN,
+        verify: bool | str | None = NOT_GIVEN,
+        cert: str | tuple[str, str] | None = NOT_GIVEN,
+        proxies: Mapping[str, str] | None = NOT_GIVEN,
+        connect_timeout: float = NOT_GIVEN,
+        max_retries: int = NOT_GIVEN,
+        name: str | None = NOT_GIVEN,
+        client_info: Mapping[str, Any] | None = NOT_GIVEN,
+        mode: str = NOT_GIVEN,
+        protocol_version: str | None = NOT_GIVEN,
+        timeout: float | None = NOT_GIVEN,
+        probe_timeout: float | None = NOT_GIVEN,
+        max_message_bytes: int = NOT_GIVEN,
+        max_pages: int = NOT_GIVEN,
+        input_required_max_rounds: int = NOT_GIVEN,
+        on_elicitation: Callable[[dict[str, Any]], dict[str, Any]] | None = NOT_GIVEN,
+        on_sampling: Callable[[dict[str, Any]], dict[str, Any]] | None = NOT_GIVEN,
+        on_roots: Roots | None = NOT_GIVEN,
+        on_notification: Callable[[str, dict[str, Any]], None] | None = NOT_GIVEN,
+        log_level: str | None = NOT_GIVEN,
+        extensions: Mapping[str, Any] | None = NOT_GIVEN,
+        cache: bool = NOT_GIVEN,
+        sampling_tools: bool = NOT_GIVEN,
+        host_tasks: bool = NOT_GIVEN,
+        restart: bool = NOT_GIVEN,
+        url_elicitation: bool = NOT_GIVEN,
+        validate_output: str | bool = NOT_GIVEN,
+        validate_input: bool = NOT_GIVEN,
+    ) -> None:
+        # first: locals() holds only the parameters here
+        client_options = given_options(locals(), "self", "servers", "strict", "options")
+        if isinstance(servers, (str, os.PathLike)) or is_whole_config(servers):
+            servers = load_config(servers)
+        self._sources: dict[str, Client | Mapping[str, Any]] = {str(name): src for name, src in servers.items()}
+        per_server = {str(name): dict(opts) for name, opts in (options or {}).items()}
+        unknown = sorted(set(per_server) - set(self._sources))
+        if unknown:
+            raise ValueError(f"options for servers that are not in the group: {unknown}")
+        for server, opts in per_server.items():  # a misspelt option fails here, not as a connect failure
+            misspelt = sorted(set(opts) - _CLIENT_OPTIONS)
+            if misspelt:
+                raise TypeError(f"ClientGroup: options for {server!r}: unknown option(s) {misspelt}")
+        built = sorted(name for name in per_server if isinstance(self._sources[name], Client))
+        if built:
+            raise ValueError(f"options for {built}: these are Client objects already built with their options")
+        self._options = {name: {**client_options, **per_server.get(name, {})} for name in self._sources}
+        self.strict = strict
+        #: name -> connected :class:`Client`, for the servers that connected
+        self.clients: dict[str, Client] = {}
+        #: name -> exception, for the servers that failed to connect
+        self.errors: dict[str, BaseException] = {}
+        self._lock = threading.RLock()
+        self._state = "new"
+        self._names = {"tool": _Names(), "prompt": _Names()}
+        # kind -> server -> name/uri -> item, from each server's last complete listing
+        self._seen: dict[str, dict[str, dict[str, Any]]] = {"tool": {}, "prompt": {}, "resource": {}}
+        self._origins: OrderedDict[int, tuple[Any, str]] = OrderedDict()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def __enter__(self) -> ClientGroup:
+        self.connect()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def connect(self) -> ClientGroup:
+        """Connect every server at once (done by the first use too); returns the group.
+
+        Failures go to :attr:`errors` (and the log), or with ``strict=True``
+        close everything and raise the first failure (in config order).
+
+        Example::
+
+            group = mcp_sync.ClientGroup(servers).connect()
+            print(sorted(group.clients), group.errors)
+        """
+        with self._lock:
+            if self._state == "closed":
+                raise ClientStateError("this ClientGroup is closed")
+            if self._state == "open":
+                return self
+            clients: dict[str, Client] = {}
+            errors: dict[str, BaseException] = {}
+            for name, source in self._sources.items():
+                try:
+                    clients[name] = source if isinstance(source, Client) else _client_for(source, **self._options[name])
+                except (ValueError, TypeError, OSError) as exc:  # a bad entry is that server's failure
+                    errors[name] = exc
+            connects = {name: (client.connect,) for name, client in clients.items()}
+            try:
+                outcomes = run_concurrently(connects, "group", "connect")
+            except BaseException:  # Ctrl-C while connecting: leave no server running
+                for client in clients.values():
+                    client.close()
+                raise
+            for name, client in clients.items():
+                error = outcomes[name][1]
+                if error is None:
+                    self.clients[name] = client
+                else:
+                    client.close()
+                    errors[name] = error
+            self.errors.update((name, errors[name]) for name in self._sources if name in errors)  # config order
+            self._state = "open"
+            for name, error in self.errors.items():
+                log.warning("mcp_sync: server %r failed to connect: %s: %s", name, type(error).__name__, error)
+            if self.strict and self.errors:
+                first = next(iter(self.errors.values()))
+                self.close()
+                raise first
+        return self
+
+    def close(self) -> None:
+        """Close every client (idempotent; bounded like :meth:`Client.close`).
+
+        Example: ``group.close()``
+        """
+        with self._lock:
+            if self._state == "closed":
+                return
+            self._state = "closed"
+            clients = [client for client in self._sources.values() if isinstance(client, Client)]
+            clients += list(self.clients.values())
+        unique = {id(client): client for client in clients}
+        run_concurrently({str(key): (client.close,) for key, client in unique.items()}, "group", "close")
+
+    def _open_clients(self) -> dict[str, Client]:
+        if self._state != "open":
+            self.connect()
+        if self._state == "closed":
+            raise ClientStateError("this ClientGroup is closed")
+        return dict(self.clients)
+
+    def _client(self, server: str, name: str) -> Client:
+        clients = self._open_clients()
+        if server in clients:
+            return clients[server]
+        if server in self.errors:
+            error = self.errors[server]
+            raise ToolNotFound(f"server {server!r} failed to connect: {error}", name=name) from error
+        raise ToolNotFound(f"no server named {server!r}; the servers are {sorted(self._sources)}", name=name)
+
+    # -- listing --------------------------------------------------------------------------------
+
+    def _walk(self, kind: str, prefix: bool, options: Mapping[str, Any]) -> Iterator[Any]:
+        for server, client in self._open_clients().items():
+            listed: dict[str, Any] = {}
+            lister = {"tool": client.tools, "prompt": client.prompts, "resource": client.resources}[kind]
+            items: Iterator[Any] = lister(**options)
+            try:
+                for item in items:
+                    key = item.uri if kind == "resource" else item.name
+                    listed[key] = item
+                    if prefix and kind != "resource":
+                        with self._lock:
+                            name = self._names[kind].prefixed(server, item.name)
+                        item = attrs.evolve(item, name=name)
+                    with self._lock:
+                        self._origins[id(item)] = (item, server)
+                        while len(self._origins) > _MAX_ORIGINS:
+                            self._origins.popitem(last=False)
+                    yield item
+            except CapabilityError:
+                continue  # the server has no such things
+            except MCPError as exc:
+                log.warning("mcp_sync: listing %ss of server %r failed: %s", kind, server, exc)
+                continue
+            with self._lock:
+                self._seen[kind][server] = listed
+
+    def tools(
+        self,
+        prefix: bool = False,
+        *,
+        cache: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> Iterator[Tool]:
+        """Every server's tools, fetched lazily, server by server (config order).
+
+        ``prefix=True`` names them ``<server>__<tool>`` (valid for every LLM
+        API: ``^[a-zA-Z0-9_-]{1,64}$``, long or odd names shortened with a short
+        hash, never two alike); :meth:`call_tool` takes those names at any time.
+        A server whose listing fails is logged and skipped. The other options are
+        those of :meth:`Client.tools`, for each server's listing.
+
+        Example::
+
+            for tool in group.tools(prefix=True):
+                print(tool.name)        # e.g. "github__search_issues"
+        """
+        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        return self._walk("tool", prefix, options)
+
+    def prompts(
+        self,
+        prefix: bool = False,
+        *,
+        cache: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> Iterator[Prompt]:
+        """Every server's prompts, lazily (``prefix=True`` and the options as for :meth:`tools`).
+
+        Example: ``names = [p.name for p in group.prompts()]``
+        """
+        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        return self._walk("prompt", prefix, options)
+
+    def resources(
+        self,
+        *,
+        cache: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> Iterator[Resource]:
+        """Every server's resources, lazily (the options as for :meth:`tools`).
+
+        Example: ``uris = [r.uri for r in group.resources()]``
+        """
+        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        return self._walk("resource", False, options)
+
+    def server_of(self, item: Tool | Prompt | Resource | str) -> str:
+        """The name of the server a tool, prompt or resource this group listed comes from.
+
+        Takes the object itself or a name (a prefixed name, or a plain one only
+        one server has).
+
+        Example::
+
+            for tool in group.tools():
+                print(group.server_of(tool), tool.name)
+        """
+        with self._lock:
+            origin = self._origins.get(id(item))
+            if origin is not None and origin[0] is item:
+                return origin[1]
+        if isinstance(item, Resource):
+            return self._route("resource", item.uri, None)[0]
+        kind = "prompt" if isinstance(item, Prompt) else "tool"
+        return self._route(kind, item if isinstance(item, str) else item.name, None)[0]
+
+    # -- routing --------------------------------------------------------------------------------
+
+    def _matches(self, kind: str, name: str) -> set[tuple[str, str]]:
+        with self._lock:
+            found = {(server, name) for server, items in self._seen[kind].items() if name in items}
+            names = self._names.get(kind)
+            if names is not None and name in names.to_key:
+                found.add(names.to_key[name])
+        return found
+
+    def _route(self, kind: str, name: str, server: str | None) -> tuple[str, str]:
+        """(server, name on that server) for a plain or prefixed ``name``."""
+        if server is not None:
+            self._client(server, name)
+            names = self._names.get(kind)
+            with self._lock:
+                key = names.to_key.get(name) if names is not None else None
+            return (server, key[1]) if key is not None and key[0] == server else (server, name)
+        found = self._matches(kind, name)
+        if not found:  # not seen yet (or new since): list everything once more, prefixed names included
+            for _ in self._walk(kind, kind != "resource", {}):
+                pass
+            found = self._matches(kind, name)
+        if not found:
+            failed = f" (not connected: {sorted(self.errors)})" if self.errors else ""
+            raise ToolNotFound(f"no connected server has a {kind} named {name!r}{failed}", name=name)
+        if len(found) > 1:
+            servers = sorted(server for server, _ in found)
+            raise AmbiguousToolError(
+                f"{kind} {name!r} exists on servers {servers}; pass server=... or use prefixed names",
+                name=name,
+                servers=servers,
+            )
+        return next(iter(found))
+
+    def find_tool(self, name: str, server: str | None = None) -> tuple[str, Tool]:
+        """``(server, Tool)`` for a plain or prefixed tool name.
+
+        Raises :class:`AmbiguousToolError` when several servers have it and
+        ``server`` is not given, :class:`ToolNotFound` when none has it.
+
+        Example::
+
+            server, tool = group.find_tool("read_file")
+            print(server, tool.input_schema)
+        """
+        server, plain = self._route("tool", name, server)
+        with self._lock:
+            tool = self._seen["tool"].get(server, {}).get(plain)
+        if tool is None:
+            tool = next((t for t in self._client(server, name).tools() if t.name == plain), None)
+        if tool is None:
+            raise ToolNotFound(f"server {server!r} has no tool named {plain!r}", name=name)
+        return server, tool
+
+    def call_tool(
+        self,
+        name: str | Tool,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        server: str | None = None,
+        validate: bool | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        progress: ProgressCallback | None = None,
+        cancel: CancellationToken | None = None,
+        meta: Mapping[str, Any] | None = None,
+        raise_on_error: bool = False,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> CallToolResult:
+        """Call a tool on the server that has it (``name`` plain or prefixed, or a listed Tool).
+
+        The options are those of :meth:`Client.call_tool` (``timeout``,
+        ``progress``, ``cancel``, ``raise_on_error``, ...). Raises
+        :class:`AmbiguousToolError` / :class:`ToolNotFound` as :meth:`find_tool`.
+
+        Example::
+
+            group.call_tool("github__search_issues", {"q": "bug"})
+            group.call_tool("search", {"q": "bug"}, server="github")
+        """
+        if isinstance(name, Tool):
+            server = server or self.server_of(name)
+            name = name.name
+        server, plain = self._route("tool", name, server)
+        return self._client(server, name).call_tool(
+            plain, arguments, validate=validate, timeout=timeout, progress=progress, cancel=cancel, meta=meta,
+            raise_on_error=raise_on_error, input_responses=input_responses, request_state=request_state,
+            reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
+        )
+
+    def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        server: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> GetPromptResult:
+        """Render a prompt on the server that has it (plain or prefixed name).
+
+        The options are those of :meth:`Client.get_prompt`.
+
+        Example: ``group.get_prompt("greet", {"name": "Ada"}).messages``
+        """
+        server, plain = self._route("prompt", name, server)
+        return self._client(server, name).get_prompt(
+            plain, arguments, timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+            input_responses=input_responses, request_state=request_state,
+            reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
+        )
+
+    def read_resource(
+        self,
+        uri: str,
+        *,
+        server: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        cache: str | None = None,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> ReadResourceResult:
+        """Read a resource from the server that lists it.
+
+        A URI no server lists (e.g. one made from a resource template) is asked
+        of each server that has resources, in turn, until one has it; if none
+        does, the last server's error is raised. The options are those of
+        :meth:`Client.read_resource`.
+
+        Example: ``text = group.read_resource("file:///notes.txt").text``
+        """
+        options: dict[str, Any] = {
+            "timeout": timeout, "cancel": cancel, "progress": progress, "meta": meta, "cache": cache,
+            "input_responses": input_responses, "request_state": request_state,
+            "reset_timeout_on_progress": reset_timeout_on_progress, "max_total_timeout": max_total_timeout,
+        }  # fmt: skip
+        if server is None:
+            try:
+                server, _ = self._route("resource", uri, None)
+            except ToolNotFound:
+                return self._read_from_any(uri, options)
+        return self._client(server, uri).read_resource(uri, **options)
+
+    def _read_from_any(self, uri: str, options: Mapping[str, Any]) -> ReadResourceResult:
+        last: MCPError | None = None
+        for client in self._open_clients().values():
+            try:
+                return client.read_resource(uri, **options)
+            except (CapabilityError, ServerError) as exc:
+                last = exc
+        if last is None or isinstance(last, CapabilityError):
+            raise ToolNotFound(f"no connected server has the resource {uri!r}", name=uri) from last
+        raise last
+
+    # -- LLM formats ---------------------------------------------------------------------------
+
+    def _llm_tools(self) -> list[Tool]:
+        return list(self.tools(prefix=True))
+
+    def __repr__(self) -> str:
+        return f"<ClientGroup {self._state} servers={sorted(self._sources)} failed={sorted(self.errors)}>"
+
+
+#: the option names a per-server ``options=`` entry may use: the group's own keyword options
+_CLIENT_OPTIONS = frozenset(inspect.signature(ClientGroup.__init__).parameters) - {
+    "self", "servers", "strict", "options"}

@@ -1,0 +1,655 @@
+"""MCP tools in the shapes LLM APIs take (OpenAI, Anthropic, Gemini), and tool calls back.
+
+Plain dicts, no provider SDK. Each converter cleans the tool's ``inputSchema``
+to what that provider accepts and gives every tool a name valid for all of
+them (:func:`llm_name`); the name is a pure function of the MCP name, so
+:meth:`LLMFormatsMixin.run_tool_call` maps it back at any time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
+
+from ._sentinels import USE_CLIENT_DEFAULT
+from .exceptions import MCPError
+from .models import (
+    AudioContent,
+    BlobResourceContents,
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    Tool,
+)
+
+if TYPE_CHECKING:
+    from ._engine import ProgressCallback
+    from ._values import Timeout
+    from .cancellation import CancellationToken
+
+log = logging.getLogger("mcp_sync")
+
+# The strictest rule among the three APIs: OpenAI and Anthropic take ^[a-zA-Z0-9_-]{1,64}$,
+# Gemini also wants a letter or underscore first.
+_VALID_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$")
+_INVALID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+_HASH_LEN = 8
+_MAX_DEPTH = 32  # bound on schema nesting walked (and $ref inlining)
+_FORMATS = ("openai", "anthropic", "gemini")
+_NO_OUTPUT = "(no output)"  # an empty result, said in words: some APIs refuse empty text
+# Image types Anthropic takes in a tool_result image block.
+_ANTHROPIC_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+
+
+def _short_hash(text: str, length: int = _HASH_LEN) -> str:
+    import hashlib  # here, not at import: it loads OpenSSL (~15 ms)
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
+
+
+def shortened_name(wanted: str, key: str, hash_len: int = _HASH_LEN, force_hash: bool = False) -> str:
+    """``wanted`` made valid for every LLM API: invalid characters become ``_``, and a
+    name that had to change, or is too long (or ``force_hash``), ends with a short hash of ``key``."""
+    cleaned = _INVALID_CHARS.sub("_", wanted)
+    if not cleaned or not (cleaned[0].isalpha() or cleaned[0] == "_"):
+        cleaned = "_" + cleaned
+    if cleaned == wanted and _VALID_NAME.match(cleaned) and not force_hash:
+        return cleaned
+    suffix = "_" + _short_hash(key, hash_len)
+    return cleaned[: 64 - len(suffix)] + suffix
+
+
+def llm_name(name: str) -> str:
+    """The name an LLM API sees for the MCP tool ``name`` (``name`` itself when valid).
+
+    Valid means ``^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$``, accepted by OpenAI,
+    Anthropic and Gemini alike. Other names keep their valid characters and
+    end with a short hash of the original, so distinct names stay distinct.
+
+    Example::
+
+        llm_name("read_file")        # 'read_file'
+        llm_name("files/read.v2")    # 'files_read_v2_<8 hex>'
+    """
+    return shortened_name(name, name)
+
+
+# -- schema cleaning --------------------------------------------------------------------------
+
+
+def _resolve_ref(root: Mapping[str, Any], ref: str) -> dict[str, Any] | None:
+    """A local ``#/...`` JSON pointer into ``root``; None for anything else (never fetched)."""
+    if not ref.startswith("#"):
+        return None
+    node: Any = root
+    for part in ref[1:].lstrip("/").split("/") if ref != "#" else []:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return dict(node) if isinstance(node, Mapping) else None
+
+
+def _deref(
+    node: Mapping[str, Any], root: Mapping[str, Any], seen: tuple[str, ...]
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``node`` with its ``$ref`` replaced by the target (siblings kept); an unresolvable or
+    cyclic reference becomes an unconstrained value (only the description survives)."""
+    out = dict(node)
+    while isinstance(out.get("$ref"), str):
+        ref = out.pop("$ref")
+        target = _resolve_ref(root, ref)
+        if target is None or ref in seen or len(seen) >= _MAX_DEPTH:
+            log.debug("mcp_sync: schema $ref %r cannot be inlined; left unconstrained", ref)
+            return ({"description": out["description"]} if "description" in out else {}), seen
+        seen = (*seen, ref)
+        out = {**target, **out}
+    out.pop("$ref", None)
+    return out, seen
+
+
+def _merge_all_of(node: dict[str, Any], root: Mapping[str, Any], seen: tuple[str, ...]) -> dict[str, Any]:
+    """Fold ``allOf`` branches into ``node``: properties and required are unioned, other
+    keys keep the first value seen."""
+    branches = node.pop("allOf", None)
+    if not isinstance(branches, list):
+        return node
+    for branch in branches:
+        if not isinstance(branch, Mapping):
+            continue
+        branch, branch_seen = _deref(branch, root, seen)
+        branch = _merge_all_of(branch, root, branch_seen)  # the refs followed so far: a cycle ends
+        for key, value in branch.items():
+            if key == "properties" and isinstance(value, Mapping):
+                node["properties"] = {**value, **(node.get("properties") or {})}
+            elif key == "required" and isinstance(value, list):
+                node["required"] = list(dict.fromkeys([*(node.get("required") or []), *value]))
+            else:
+                node.setdefault(key, value)
+    return node
+
+
+def _object_root(schema: Any) -> dict[str, Any]:
+    """Every API wants an object schema at the root without top-level combinators."""
+    root = dict(schema) if isinstance(schema, Mapping) else {}
+    root, _ = _deref(root, root, ())  # {"$ref": "#/definitions/Args", "definitions": ...} (zod-to-json-schema)
+    root = _merge_all_of(root, root, ())
+    for key in ("anyOf", "oneOf"):
+        branches = root.pop(key, None)
+        # one of several argument shapes: offer every branch's properties, none required by it
+        for branch in branches if isinstance(branches, list) else []:
+            if isinstance(branch, Mapping):
+                branch, _ = _deref(branch, root, ())
+                props = branch.get("properties")
+                if isinstance(props, Mapping):
+                    root["properties"] = {**props, **(root.get("properties") or {})}
+    for key in ("not", "enum", "const", "$schema", "if", "then", "else"):
+        root.pop(key, None)
+    root["type"] = "object"
+    if not isinstance(root.get("properties"), Mapping):
+        root["properties"] = {}
+    return root
+
+
+_GEMINI_KEYS = (
+    "title", "description", "minItems", "maxItems", "minLength", "maxLength", "minProperties",
+    "maxProperties", "pattern", "minimum", "maximum", "default", "example", "propertyOrdering",
+)  # fmt: skip
+_GEMINI_FORMATS = {"string": {"enum", "date-time"}, "integer": {"int32", "int64"}, "number": {"float", "double"}}
+
+
+def gemini_schema(
+    schema: Any, root: Mapping[str, Any] | None = None, seen: tuple[str, ...] = (), depth: int = 0
+) -> dict[str, Any]:
+    """A JSON Schema reduced to Gemini's OpenAPI 3.0 subset.
+
+    ``$ref`` is inlined (a cycle or a non-local reference becomes an
+    unconstrained value), ``allOf`` merged, ``oneOf`` becomes ``anyOf``, a
+    ``null`` type or branch becomes ``nullable``, ``const`` becomes a one-value
+    ``enum``; keys Gemini rejects (``$schema``, ``additionalProperties``,
+    ``$defs``, non-string enums, unknown formats, ...) are dropped.
+
+    Example::
+
+        gemini_schema({"type": ["string", "null"], "const": "a"})
+        # {'type': 'string', 'enum': ['a'], 'nullable': True}
+    """
+    if not isinstance(schema, Mapping) or depth > _MAX_DEPTH:
+        return {}
+    root = schema if root is None else root
+    node, seen = _deref(schema, root, seen)
+    node = _merge_all_of(node, root, seen)
+    out: dict[str, Any] = {}
+    nullable = False
+
+    kind = node.get("type")
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"]
+        nullable = len(kinds) < len(kind)
+        kind = kinds[0] if len(kinds) == 1 else None
+        if len(kinds) > 1:
+            out["anyOf"] = [{"type": k} for k in kinds if isinstance(k, str)]
+    if isinstance(kind, str) and kind != "null":
+        out["type"] = kind
+    elif kind == "null":
+        nullable = True
+
+    branches = node.get("anyOf", node.get("oneOf"))
+    if isinstance(branches, list):
+        non_null = [b for b in branches if not (isinstance(b, Mapping) and b.get("type") == "null")]
+        nullable = nullable or len(non_null) < len(branches)
+        converted = [gemini_schema(b, root, seen, depth + 1) for b in non_null]
+        if len(converted) == 1:
+            out = {**converted[0], **out}
+        elif converted:
+            out["anyOf"] = converted
+
+    if "const" in node:
+        node.setdefault("enum", [node["const"]])
+    enum = node.get("enum")
+    if isinstance(enum, list):
+        values = [v for v in enum if v is not None]
+        nullable = nullable or len(values) < len(enum)
+        if values and all(isinstance(v, str) for v in values):  # Gemini enums are strings only
+            out["enum"] = values
+            out.setdefault("type", "string")
+
+    for key in _GEMINI_KEYS:
+        if key in node:
+            out[key] = node[key]
+    if "example" not in out and isinstance(node.get("examples"), list) and node["examples"]:
+        out["example"] = node["examples"][0]
+    fmt = node.get("format")
+    if isinstance(fmt, str) and fmt in _GEMINI_FORMATS.get(str(out.get("type")), ()):
+        out["format"] = fmt
+
+    props = node.get("properties")
+    if isinstance(props, Mapping) and props:
+        out["properties"] = {str(k): gemini_schema(v, root, seen, depth + 1) for k, v in props.items()}
+        required = [r for r in node.get("required") or [] if r in out["properties"]]
+        if required:
+            out["required"] = required
+        out.setdefault("type", "object")
+    items = node.get("items")
+    if isinstance(items, list):  # tuple form: the first item's schema is the closest Gemini has
+        items = items[0] if items else {}
+    if isinstance(items, Mapping):
+        out["items"] = gemini_schema(items, root, seen, depth + 1)
+        out.setdefault("type", "array")
+    if nullable:
+        out["nullable"] = True
+    return out
+
+
+class _NotStrict(Exception):
+    """This schema cannot be expressed in OpenAI's strict subset."""
+
+
+# What OpenAI strict mode accepts besides type/properties/required/additionalProperties/items/anyOf.
+_STRICT_KEEP = (
+    "title", "description", "enum", "const", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
+    "exclusiveMaximum", "multipleOf", "minItems", "maxItems",
+)  # fmt: skip
+_STRICT_REFUSE = (
+    "not", "if", "then", "else", "patternProperties", "dependentSchemas", "dependencies",
+    "unevaluatedProperties", "propertyNames", "contains", "prefixItems",
+)  # fmt: skip
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        schema["type"] = [kind, "null"]
+    elif isinstance(kind, list) and "null" not in kind:
+        schema["type"] = [*kind, "null"]
+    elif "anyOf" in schema:
+        schema["anyOf"] = [*schema["anyOf"], {"type": "null"}]
+    if isinstance(schema.get("enum"), list) and None not in schema["enum"]:
+        schema["enum"] = [*schema["enum"], None]
+    return schema
+
+
+def _strict(schema: Any, root: Mapping[str, Any], seen: tuple[str, ...] = (), depth: int = 0) -> dict[str, Any]:
+    if not isinstance(schema, Mapping) or depth > _MAX_DEPTH:
+        raise _NotStrict("not a schema")
+    node, seen = _deref(schema, root, seen)
+    if not node:
+        raise _NotStrict("an unconstrained value")
+    node = _merge_all_of(node, root, seen)
+    refused = [key for key in _STRICT_REFUSE if key in node]
+    if refused:
+        raise _NotStrict(f"uses {refused[0]}")
+    out = {key: node[key] for key in _STRICT_KEEP if key in node}
+    branches = node.get("anyOf", node.get("oneOf"))
+    if isinstance(branches, list):
+        out["anyOf"] = [_strict(b, root, seen, depth + 1) for b in branches]
+    kind = node.get("type")
+    if kind is not None:
+        out["type"] = kind
+    kinds = kind if isinstance(kind, list) else [kind]
+    if "object" in kinds or "properties" in node:
+        extra = node.get("additionalProperties")
+        if extra not in (None, False, {}):
+            raise _NotStrict("an object with free-form keys")
+        props = node.get("properties") or {}
+        required = set(node.get("required") or [])
+        out["properties"] = {}
+        for key, value in props.items():
+            converted = _strict(value, root, seen, depth + 1)
+            out["properties"][key] = converted if key in required else _nullable(converted)
+        out["required"] = list(props)
+        out["additionalProperties"] = False
+        out.setdefault("type", "object")
+    if "array" in kinds:
+        if not isinstance(node.get("items"), Mapping):
+            raise _NotStrict("an array without an items schema")
+        out["items"] = _strict(node["items"], root, seen, depth + 1)
+    if "type" not in out and "anyOf" not in out and "enum" not in out and "const" not in out:
+        raise _NotStrict("a value without a type")
+    return out
+
+
+def openai_strict_schema(schema: Any) -> dict[str, Any] | None:
+    """``schema`` in OpenAI's strict subset, or None when it cannot be expressed there.
+
+    Every object gets ``additionalProperties: false`` and lists all its
+    properties as required, the optional ones made nullable; ``$ref`` is
+    inlined. Free-form objects, untyped values and keywords strict mode refuses
+    (``not``, ``patternProperties``, ...) make it None.
+
+    Example::
+
+        openai_strict_schema({"type": "object", "properties": {"a": {"type": "string"}}})
+        # {'type': 'object', 'properties': {'a': {'type': ['string', 'null']}},
+        #  'required': ['a'], 'additionalProperties': False}
+    """
+    root = _object_root(schema)
+    try:
+        return _strict(root, root)
+    except _NotStrict as exc:
+        log.info("mcp_sync: schema not sent in OpenAI strict mode: it has %s", exc)
+        return None
+
+
+def _plain_schema(schema: Any) -> dict[str, Any]:
+    """The schema for OpenAI (non-strict) and Anthropic: JSON Schema as it is, object at the root."""
+    return _object_root(schema)
+
+
+# -- tool lists --------------------------------------------------------------------------------
+
+
+def _description(tool: Tool) -> str:
+    return tool.description or tool.title or ""
+
+
+def _checked_names(tools: Iterable[Tool]) -> Iterator[tuple[str, Tool]]:
+    taken: dict[str, str] = {}
+    for tool in tools:
+        name = llm_name(tool.name)
+        if name in taken and taken[name] != tool.name:
+            raise ValueError(f"tools {taken[name]!r} and {tool.name!r} would share the LLM name {name!r}")
+        if name in taken:
+            raise ValueError(f"tool {tool.name!r} is listed twice (use ClientGroup for several servers)")
+        taken[name] = tool.name
+        yield name, tool
+
+
+def to_openai_tools(tools: Iterable[Tool], api: str = "chat", strict: bool = False) -> list[dict[str, Any]]:
+    """``tools`` as OpenAI function tools.
+
+    ``api="chat"`` (Chat Completions) gives ``{"type": "function", "function":
+    {...}}``; ``api="responses"`` gives the flat Responses API shape.
+    ``strict=True`` asks for strict mode where the schema allows it (see
+    :func:`openai_strict_schema`); a tool whose schema does not fit is sent
+    without it. Names are made valid with :func:`llm_name`.
+
+    Example::
+
+        tools = mcp_sync.to_openai_tools(client.tools())
+        reply = openai.chat.completions.create(model=..., messages=..., tools=tools)
+    """
+    if api not in ("chat", "responses"):
+        raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
+    out = []
+    for name, tool in _checked_names(tools):
+        function: dict[str, Any] = {"name": name, "description": _description(tool)}
+        strict_schema = openai_strict_schema(tool.input_schema) if strict else None
+        function["parameters"] = strict_schema if strict_schema is not None else _plain_schema(tool.input_schema)
+        if strict:
+            function["strict"] = strict_schema is not None
+        out.append({"type": "function", "function": function} if api == "chat" else {"type": "function", **function})
+    return out
+
+
+def to_anthropic_tools(tools: Iterable[Tool]) -> list[dict[str, Any]]:
+    """``tools`` as Anthropic Messages API tools: ``[{"name", "description", "input_schema"}]``.
+
+    Example::
+
+        tools = mcp_sync.to_anthropic_tools(client.tools())
+        reply = anthropic.messages.create(model=..., max_tokens=1024, messages=..., tools=tools)
+    """
+    return [
+        {"name": name, "description": _description(tool), "input_schema": _plain_schema(tool.input_schema)}
+        for name, tool in _checked_names(tools)
+    ]
+
+
+def to_gemini_tools(tools: Iterable[Tool]) -> list[dict[str, Any]]:
+    """``tools`` as one Gemini tool: ``[{"function_declarations": [{"name", "description", "parameters"}]}]``.
+
+    Schemas are reduced to Gemini's OpenAPI subset (:func:`gemini_schema`); a
+    tool without parameters has no ``parameters`` key (Gemini refuses an
+    object with no properties).
+
+    Example::
+
+        config = {"tools": mcp_sync.to_gemini_tools(client.tools())}
+    """
+    declarations = []
+    for name, tool in _checked_names(tools):
+        declaration: dict[str, Any] = {"name": name, "description": _description(tool)}
+        parameters = gemini_schema(_object_root(tool.input_schema))
+        if parameters.get("properties"):
+            declaration["parameters"] = parameters
+        declarations.append(declaration)
+    return [{"function_declarations": declarations}]
+
+
+# -- tool calls -----------------------------------------------------------------------------
+
+
+def _as_dict(obj: Any) -> Any:
+    """A provider SDK object (pydantic) as the plain dict it serialises to."""
+    for method in ("model_dump", "to_dict"):
+        if hasattr(obj, method) and not isinstance(obj, Mapping):
+            return getattr(obj, method)()
+    return obj
+
+
+class _ParsedCall:
+    def __init__(self, kind: str, call_id: Any, name: str, arguments: Any) -> None:
+        self.kind, self.call_id, self.name, self.arguments = kind, call_id, name, arguments
+
+
+def _parse_call(call: Any, fmt: str) -> _ParsedCall:
+    """The provider's tool call as (kind, id, name, raw arguments); ValueError for a shape it is not."""
+    call = _as_dict(call)
+    if not isinstance(call, Mapping):
+        raise ValueError(f"a {fmt} tool call must be a dict, not {type(call).__name__}")
+    if fmt == "openai":
+        if call.get("type") == "function_call" or ("call_id" in call and "function" not in call):
+            return _ParsedCall("responses", call.get("call_id"), str(call.get("name", "")), call.get("arguments"))
+        function = call.get("function")
+        if not isinstance(function, Mapping):
+            raise ValueError("an OpenAI tool call needs 'function' (Chat Completions) or type 'function_call'")
+        return _ParsedCall("chat", call.get("id"), str(function.get("name", "")), function.get("arguments"))
+    if fmt == "anthropic":
+        return _ParsedCall("anthropic", call.get("id"), str(call.get("name", "")), call.get("input"))
+    part = call.get("functionCall", call.get("function_call", call))  # a whole part or the call itself
+    part = _as_dict(part)
+    if not isinstance(part, Mapping):
+        raise ValueError("a Gemini function call must be a dict")
+    return _ParsedCall("gemini", part.get("id"), str(part.get("name", "")), part.get("args"))
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    """Arguments as a dict: OpenAI sends a JSON string, the others an object."""
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, (str, bytes)):
+        try:
+            raw = json.loads(raw)
+        except ValueError as exc:
+            raise ValueError(f"the arguments are not valid JSON ({exc}); send a JSON object") from None
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"the arguments must be a JSON object, not {type(raw).__name__}")
+    return dict(raw)
+
+
+def _block_text(block: Any) -> str:
+    if isinstance(block, TextContent):
+        return block.text
+    if isinstance(block, (ImageContent, AudioContent)):
+        return f"[{block.type}: {block.mime_type}, {len(block.data) * 3 // 4} bytes]"
+    if isinstance(block, ResourceLink):
+        return f"[resource link: {block.uri}" + (f" ({block.name})" if block.name else "") + "]"
+    if isinstance(block, EmbeddedResource):
+        resource = block.resource
+        if isinstance(resource, BlobResourceContents):
+            return f"[resource {resource.uri}: {resource.mime_type or 'binary'}, {len(resource.blob) * 3 // 4} bytes]"
+        return resource.text
+    return json.dumps(getattr(block, "raw", block), default=str)
+
+
+def result_text(result: CallToolResult) -> str:
+    """A tool result as one text for the model: text blocks as they are, other blocks described,
+    ``structuredContent`` as JSON when there is no content.
+
+    Example: ``mcp_sync._llm_formats.result_text(client.call_tool("echo", {"text": "hi"}))  # 'hi'``
+    """
+    parts = [_block_text(block) for block in result.content]
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, default=str))
+    return "\n".join(part for part in parts if part) or _NO_OUTPUT
+
+
+def _anthropic_blocks(result: CallToolResult) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for block in result.content:
+        if isinstance(block, ImageContent) and block.mime_type in _ANTHROPIC_IMAGE_TYPES:
+            source = {"type": "base64", "media_type": block.mime_type, "data": block.data}
+            blocks.append({"type": "image", "source": source})
+        elif _block_text(block):  # Anthropic refuses empty text blocks
+            blocks.append({"type": "text", "text": _block_text(block)})
+    if not blocks:  # structuredContent only, or nothing at all
+        blocks.append({"type": "text", "text": result_text(result)})
+    return blocks
+
+
+def _error_message(call: _ParsedCall, text: str) -> dict[str, Any]:
+    """An error result the model reads (a mistake of the model's or a failed tool)."""
+    return _message(call, CallToolResult(content=[TextContent(text=text)], is_error=True))
+
+
+def _message(call: _ParsedCall, result: CallToolResult) -> dict[str, Any]:
+    if call.kind == "anthropic":
+        return {
+            "type": "tool_result",
+            "tool_use_id": call.call_id,
+            "content": _anthropic_blocks(result),
+            "is_error": result.is_error,
+        }
+    text = result_text(result)
+    if call.kind == "gemini":
+        value: Any = result.structured_content if result.structured_content is not None else text
+        response = {"error": text} if result.is_error else {"result": value}
+        body: dict[str, Any] = {"name": call.name, "response": response}
+        if call.call_id is not None:
+            body["id"] = call.call_id
+        return {"function_response": body}
+    if result.is_error:
+        text = "Error: " + text
+    if call.kind == "responses":
+        return {"type": "function_call_output", "call_id": call.call_id, "output": text}
+    return {"role": "tool", "tool_call_id": call.call_id, "content": text}
+
+
+# -- the methods of Client and ClientGroup ----------------------------------------------------------
+
+_names_lock = threading.Lock()
+
+
+class LLMFormatsMixin:
+    """``to_openai_tools``, ``to_anthropic_tools``, ``to_gemini_tools`` and ``run_tool_call``
+    for :class:`~mcp_sync.Client` and :class:`~mcp_sync.ClientGroup`, built on their
+    public ``tools()`` and ``call_tool()`` (thread-safe like them)."""
+
+    if TYPE_CHECKING:
+        tools: Callable[..., Iterator[Tool]]
+        call_tool: Callable[..., CallToolResult]
+
+    _llm_names: dict[str, str]  # LLM name -> the name call_tool takes
+
+    def _llm_tools(self) -> list[Tool]:
+        """The tools offered to a model (ClientGroup: with prefixed names)."""
+        return list(self.tools())
+
+    def _remember_names(self, tools: list[Tool]) -> list[Tool]:
+        names = {llm_name(tool.name): tool.name for tool in tools}
+        with _names_lock:
+            self._llm_names = {**getattr(self, "_llm_names", {}), **names}
+        return tools
+
+    def _tool_name_for(self, name: str) -> str | None:
+        """The call_tool name behind an LLM name: from the names already handed out, else listed again."""
+        known = getattr(self, "_llm_names", {})
+        if name not in known:
+            self._remember_names(self._llm_tools())
+            known = self._llm_names
+        return known.get(name)
+
+    def to_openai_tools(self, api: str = "chat", strict: bool = False) -> list[dict[str, Any]]:
+        """This server's tools as OpenAI function tools (see :func:`mcp_sync.to_openai_tools`).
+
+        Example::
+
+            reply = openai.chat.completions.create(model="gpt-4.1", messages=messages,
+                                                   tools=client.to_openai_tools())
+        """
+        return to_openai_tools(self._remember_names(self._llm_tools()), api=api, strict=strict)
+
+    def to_anthropic_tools(self) -> list[dict[str, Any]]:
+        """This server's tools as Anthropic tools (see :func:`mcp_sync.to_anthropic_tools`).
+
+        Example::
+
+            reply = anthropic.messages.create(model=..., max_tokens=1024, messages=messages,
+                                              tools=client.to_anthropic_tools())
+        """
+        return to_anthropic_tools(self._remember_names(self._llm_tools()))
+
+    def to_gemini_tools(self) -> list[dict[str, Any]]:
+        """This server's tools as Gemini function declarations (see :func:`mcp_sync.to_gemini_tools`).
+
+        Example: ``config = {"tools": client.to_gemini_tools()}``
+        """
+        return to_gemini_tools(self._remember_names(self._llm_tools()))
+
+    def run_tool_call(
+        self,
+        call: Any,
+        format: str = "openai",
+        *,
+        validate: bool | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        progress: ProgressCallback | None = None,
+        cancel: CancellationToken | None = None,
+        meta: Mapping[str, Any] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Run one tool call an LLM asked for and return the provider's tool-result message.
+
+        ``call`` is the provider's tool-call object (a dict, or the provider
+        SDK's object): ``format="openai"`` takes a Chat Completions tool call
+        (answer ``{"role": "tool", "tool_call_id", "content"}``) or a Responses
+        ``function_call`` item (answer ``{"type": "function_call_output",
+        "call_id", "output"}``); ``"anthropic"`` a ``tool_use`` block (answer a
+        ``tool_result`` block, images included); ``"gemini"`` a function call
+        (answer ``{"function_response": {"name", "response"}}``). Bad JSON
+        arguments, an unknown tool, a failing tool or an MCP error become an
+        error result the model can read; nothing is raised for the model's
+        mistakes. The options go to ``call_tool`` (e.g. ``timeout=30``).
+
+        Example::
+
+            for call in reply.choices[0].message.tool_calls or []:
+                messages.append(client.run_tool_call(call, format="openai"))
+        """
+        if format not in _FORMATS:
+            raise ValueError(f"format must be one of {_FORMATS}, not {format!r}")
+        parsed = _parse_call(call, format)
+        try:
+            arguments = _arguments(parsed.arguments)
+        except ValueError as exc:
+            return _error_message(parsed, f"tool {parsed.name!r}: {exc}")
+        try:
+            tool_name = self._tool_name_for(parsed.name)
+            if tool_name is None:
+                offered = ", ".join(sorted(getattr(self, "_llm_names", {}))) or "none"
+                return _error_message(parsed, f"unknown tool {parsed.name!r}; the tools are: {offered}")
+            result = self.call_tool(
+                tool_name, arguments, validate=validate, timeout=timeout, progress=progress, cancel=cancel, meta=meta,
+                reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
+            )
+        except (MCPError, ValueError) as exc:  # the tool failed: the model reads why and goes on
+            log.info("mcp_sync: tool call %r failed: %s", parsed.name, exc)
+            return _error_message(parsed, f"tool {parsed.name!r} failed: {type(exc).__name__}: {exc}")
+        return _message(parsed, result)

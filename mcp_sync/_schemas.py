@@ -1,0 +1,274 @@
+"""Tool schema checks: call arguments against ``inputSchema``, results against ``outputSchema``.
+
+A tool's schemas come from the tools the client has listed (remembered by
+``list_tools``); a call to a tool not seen yet lists the tools once, when there
+is something to check (arguments to validate, or a ``structuredContent``). Each
+schema is compiled once into a validator of its declared ``$schema`` dialect
+(2020-12 when none is declared) and kept in a bounded cache shared by every
+client. ``$ref`` is resolved only inside the schema itself and the dialects'
+bundled meta-schemas: nothing is ever fetched, and a ``$ref`` that cannot be
+resolved makes that one check pass (logged at debug level), since the schema,
+not the data, is what is broken.
+
+``jsonschema`` is imported by the first check, never by ``import mcp_sync``.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import threading
+import warnings
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Union
+
+from .exceptions import MCPError, ProtocolError
+from .models import CallToolResult, Tool
+
+if TYPE_CHECKING:
+    from ._client import Client
+
+log = logging.getLogger("mcp_sync")
+
+#: ``validate_output`` values: log a mismatch, raise on a mismatch, or skip the check.
+OUTPUT_MODES = ("warn", "strict", False)
+OutputMode = Union[str, bool]
+_CACHE_SIZE = 256  # compiled validators kept (least recently used dropped first)
+_DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+class InvalidArguments(ValueError, MCPError):
+    """Arguments that do not match the tool's ``inputSchema``; nothing was sent.
+
+    Raised by ``call_tool(..., validate=True)`` and by every call of a client
+    made with ``validate_input=True``. ``path`` is where the first mismatch is
+    (``"$"`` is the arguments object itself), ``errors`` every mismatch found.
+
+    Example::
+
+        try:
+            client.call_tool("add", {"a": "one"}, validate=True)
+        except mcp_sync.InvalidArguments as e:
+            print(e.path, e.errors)     # $.a ["$.a: 'one' is not of type 'number'"]
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str = "$",
+        errors: list[str] | None = None,
+        method: str | None = None,
+        request_id: Any = None,
+    ) -> None:
+        MCPError.__init__(self, message, method=method, request_id=request_id)
+        self.path = path
+        self.errors = list(errors or [])
+
+
+def check_output_mode(value: OutputMode) -> OutputMode:
+    """``validate_output`` as given, or ValueError naming the accepted values."""
+    if value is True:
+        return "warn"
+    if value not in OUTPUT_MODES:
+        raise ValueError(f"validate_output must be one of {list(OUTPUT_MODES)}, not {value!r}")
+    return value
+
+
+# -- compiled validators -----------------------------------------------------------------
+
+
+class _ValidatorCache:
+    """Validators by schema content, least recently used dropped past ``size``; thread-safe.
+
+    Looked up by identity first (the same listed schema dict is checked on every
+    call of its tool), then by content (a re-listed tool with an unchanged schema
+    reuses its validator)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._by_content: collections.OrderedDict[str, Any] = collections.OrderedDict()
+        # id(schema) -> (schema, validator): the entry holds the schema so its id is not reused
+        self._by_identity: collections.OrderedDict[int, tuple[Mapping[str, Any], Any]] = collections.OrderedDict()
+        self.compiled = 0  # how many schemas were compiled (for tests and curiosity)
+
+    def get(self, schema: Mapping[str, Any]) -> Any:
+        with self._lock:
+            hit = self._by_identity.get(id(schema))
+            if hit is not None and hit[0] is schema:
+                self._by_identity.move_to_end(id(schema))
+                return hit[1]
+        key = json.dumps(schema, sort_keys=True, default=repr)
+        with self._lock:
+            validator = self._by_content.get(key)
+            if validator is not None:
+                self._by_content.move_to_end(key)
+        if validator is None:
+            validator = _compile(schema)  # outside the lock: compiling a large schema takes a while
+            with self._lock:
+                self.compiled += 1
+                self._by_content[key] = validator
+                while len(self._by_content) > self._size:
+                    self._by_content.popitem(last=False)
+        with self._lock:
+            self._by_identity[id(schema)] = (schema, validator)
+            while len(self._by_identity) > self._size:
+                self._by_identity.popitem(last=False)
+        return validator
+
+    def clear(self) -> None:
+        with self._lock:
+            self._by_content.clear()
+            self._by_identity.clear()
+
+
+VALIDATORS = _ValidatorCache(_CACHE_SIZE)
+
+
+def _compile(schema: Mapping[str, Any]) -> Any:
+    import jsonschema
+    import jsonschema_specifications
+    import referencing
+    import referencing.exceptions
+
+    def retrieve_locally(uri: str) -> referencing.Resource[Any]:
+        # Only the meta-schemas bundled with jsonschema; never the network.
+        try:
+            return jsonschema_specifications.REGISTRY[uri.rstrip("#")]
+        except LookupError:
+            raise referencing.exceptions.NoSuchResource(ref=uri) from None  # type: ignore[call-arg]
+
+    with warnings.catch_warnings():  # an unknown "$schema" URI: fall back to 2020-12 quietly
+        warnings.simplefilter("ignore", DeprecationWarning)
+        default = jsonschema.validators.validator_for({"$schema": _DEFAULT_DIALECT})
+        cls = jsonschema.validators.validator_for(schema, default=default)
+    registry: referencing.Registry[Any] = referencing.Registry(retrieve=retrieve_locally)  # type: ignore[call-arg]
+    return cls(dict(schema), registry=registry)
+
+
+def _path(parts: Iterable[Any]) -> str:
+    text = "$"
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text
+
+
+def mismatches(schema: Mapping[str, Any], instance: Any, what: str) -> list[tuple[str, str]] | None:
+    """Where and why ``instance`` does not match ``schema``, the most relevant first:
+    ``[("$.a", "'x' is not of type 'number'"), ...]``.
+
+    ``[]`` when it matches; None when the schema cannot be used (an unresolvable
+    ``$ref``, an invalid schema): the check is then skipped, with a debug log."""
+    try:
+        validator = VALIDATORS.get(schema)
+        errors = list(validator.iter_errors(instance))
+        if not errors:
+            return []
+        from jsonschema.exceptions import best_match, relevance
+
+        first = best_match(errors)
+        ordered = [first, *sorted((e for e in errors if e is not first), key=relevance)]
+        return [(_path(e.absolute_path), e.message) for e in ordered]
+    except Exception as exc:  # the schema, not the data, is broken: do not block the call over it
+        log.debug("mcp_sync: %s not checked: its schema cannot be used (%s: %s)", what, type(exc).__name__, exc)
+        return None
+
+
+# -- per client ----------------------------------------------------------------------------
+
+
+class ToolSchemas:
+    """One client's view of its tools' schemas, and the checks ``call_tool`` runs."""
+
+    def __init__(self, validate_output: OutputMode = "warn", validate_input: bool = False) -> None:
+        self.validate_output = check_output_mode(validate_output)
+        self.validate_input = bool(validate_input)
+        self._lock = threading.Lock()
+        self._listing = threading.Lock()
+        self._tools: dict[str, Tool] = {}
+        self._listed_for: set[str] = set()  # names a listing was already made for and did not show
+
+    def remember(self, tools: Iterable[Tool]) -> None:
+        """Called with each page ``list_tools`` returns."""
+        with self._lock:
+            for tool in tools:
+                self._tools[tool.name] = tool
+                self._listed_for.discard(tool.name)
+
+    def _known(self, name: str) -> tuple[Tool | None, bool]:
+        """The remembered tool, and whether looking further is pointless."""
+        with self._lock:
+            tool = self._tools.get(name)
+            return tool, tool is not None or name in self._listed_for
+
+    def _tool(self, client: Client, name: str) -> Tool | None:
+        tool, settled = self._known(name)
+        if settled:
+            return tool
+        # One listing at a time: threads making their first calls at once wait for one
+        # listing instead of each sending their own (bounded by the client's timeout).
+        with self._listing:
+            tool, settled = self._known(name)
+            if settled:
+                return tool
+            try:
+                for listed in client.tools():  # remember() sees every page
+                    if listed.name == name:
+                        break
+            except MCPError as exc:
+                log.debug("mcp_sync: listing tools to check %r failed: %s", name, exc)
+            with self._lock:
+                tool = self._tools.get(name)
+                if tool is None:
+                    if len(self._listed_for) > 1000:  # bound it; a stale entry only costs one more listing
+                        self._listed_for.clear()
+                    self._listed_for.add(name)
+                return tool
+
+    def check_arguments(
+        self, client: Client, name: str, tool: Tool | None, arguments: Mapping[str, Any], validate: bool | None
+    ) -> None:
+        """Raise :class:`InvalidArguments` when asked to check and the arguments do not match."""
+        if not (self.validate_input if validate is None else validate):
+            return
+        tool = tool or self._tool(client, name)
+        if tool is None:
+            log.debug("mcp_sync: arguments of %r not checked: the server did not list that tool", name)
+            return
+        errors = mismatches(tool.input_schema, dict(arguments), f"the arguments of {name!r}")
+        if errors:
+            path, why = errors[0]
+            raise InvalidArguments(
+                f"tool {name!r}: arguments do not match its inputSchema at {path}: {why}",
+                path=path,
+                errors=[f"{where}: {message}" for where, message in errors],
+                method="tools/call",
+            )
+
+    def check_result(self, client: Client, name: str, tool: Tool | None, result: CallToolResult) -> None:
+        """Warn about, or raise :class:`ProtocolError` for, a result that breaks the tool's outputSchema."""
+        mode = self.validate_output
+        if mode is False or result.is_error:
+            return
+        if tool is None and result.structured_content is None:
+            # Only a listed tool is checked for a missing structuredContent: listing just for
+            # that would cost a round trip on most calls (most tools return text only).
+            with self._lock:
+                tool = self._tools.get(name)
+            if tool is None:
+                return
+        tool = tool or self._tool(client, name)
+        if tool is None or tool.output_schema is None:
+            return
+        if result.structured_content is None:
+            problem = "the tool declares an outputSchema but returned no structuredContent"
+        else:
+            errors = mismatches(tool.output_schema, result.structured_content, f"the result of {name!r}")
+            if not errors:
+                return
+            path, why = errors[0]
+            problem = f"structuredContent does not match its outputSchema at {path}: {why}"
+        if mode == "strict":
+            raise ProtocolError(f"tool {name!r}: {problem}", method="tools/call")
+        log.warning("mcp_sync: tool %r: %s", name, problem)

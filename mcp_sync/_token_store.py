@@ -1,0 +1,120 @@
+"""A :class:`~mcp_sync.auth.TokenStore` in a JSON file, private to the user, shared safely
+by the threads of a process and by processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tempfile
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+try:
+    import fcntl
+except ImportError:  # Windows: the thread lock only (documented)
+    fcntl = None  # type: ignore[assignment]
+
+FORMAT_VERSION = 1
+
+
+class FileTokenStore:
+    """Keeps OAuth registrations and tokens in a JSON file, so they survive a restart.
+
+    Keyed like the in-memory store: one entry per authorization server issuer,
+    holding the client registration and the tokens per resource. The file is
+    created with mode 0600 and replaced atomically on every save (a reader
+    never sees half a file, a crash never leaves one); a directory that group
+    or others may write to is refused (they could swap the file). One lock
+    serializes the threads of this process (``threading.Lock``) and, through
+    ``fcntl.flock`` on ``<path>.lock``, every process using the same path (on
+    POSIX; on Windows only the threads). Tokens never appear in ``repr`` or logs.
+
+    Example::
+
+        store = mcp_sync.FileTokenStore("~/.config/my-app/mcp-tokens.json")
+        auth = mcp_sync.OAuth(token_store=store, on_authorize=mcp_sync.auth.browser_authorize)
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path).expanduser().absolute()
+        self._lock = threading.Lock()
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._check_directory()
+
+    def __repr__(self) -> str:
+        return f"<FileTokenStore {str(self.path)!r}>"
+
+    def _check_directory(self) -> None:
+        mode = self.path.parent.stat().st_mode
+        if mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise PermissionError(
+                f"refusing to keep tokens in {self.path.parent}: the directory is writable by group or others "
+                f"(mode {stat.S_IMODE(mode):o}); use a private directory (chmod go-w)"
+            )
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        with self._lock:
+            if fcntl is None:
+                yield
+                return
+            fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)  # closing releases the flock
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            with open(self.path, encoding="utf-8") as file:
+                data = json.load(file)
+        except FileNotFoundError:
+            return {}
+        except ValueError:
+            raise ValueError(f"{self.path} is not a token store (invalid JSON)") from None
+        issuers = data.get("issuers") if isinstance(data, dict) else None
+        if not isinstance(issuers, dict):
+            raise ValueError(f"{self.path} is not a token store (no 'issuers' object)")
+        return issuers
+
+    def _write(self, issuers: dict[str, Any]) -> None:
+        self._check_directory()
+        # mkstemp creates the file 0600; os.replace is atomic on POSIX and Windows
+        fd, temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as file:
+                json.dump({"version": FORMAT_VERSION, "issuers": issuers}, file)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temp, self.path)
+        except BaseException:
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass
+            raise
+
+    def load(self, issuer: str) -> dict[str, Any] | None:
+        """What is stored for ``issuer`` (a fresh copy), or None."""
+        with self._locked():
+            state = self._read().get(issuer)
+        return state if isinstance(state, dict) else None
+
+    def save(self, issuer: str, state: dict[str, Any]) -> None:
+        """Store ``state`` for ``issuer``, keeping every other issuer's entry as it is on disk."""
+        self.update(issuer, lambda _: state)
+
+    def update(self, issuer: str, change: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        """Read, ``change`` and write back the entry of ``issuer`` under the lock, as one step:
+        another process saving meanwhile (say, tokens for another resource) loses nothing."""
+        with self._locked():
+            issuers = self._read()
+            current = issuers.get(issuer)
+            state = change(current if isinstance(current, dict) else {})
+            issuers[issuer] = json.loads(json.dumps(state))  # a copy, and only JSON gets in
+            self._write(issuers)
+        return state

@@ -1,0 +1,159 @@
+"""Checking what goes out and copying what came in: timeouts, JSON values, constructor arguments.
+
+Everything here is called before anything is sent, so a bad argument fails at
+once with a ``TypeError``/``ValueError`` naming it, never with a server error,
+a hang, or an exception from inside the encoder. The walks are iterative: a
+value nested deeper than Python's recursion limit is checked or copied like any
+other.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+from typing import Any, Mapping, Sequence, Union
+
+from ._sentinels import USE_CLIENT_DEFAULT, _Default
+
+#: A per-call timeout: seconds, None (wait for ever), or USE_CLIENT_DEFAULT.
+Timeout = Union[float, None, _Default]
+
+#: Longer than this counts as "for ever": threading's waits overflow past ~292 years,
+#: and no caller means a finite wait of more than a year.
+_FOREVER_SECONDS = 365 * 24 * 3600.0
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def check_timeout(value: Any, name: str = "timeout", *, allow_default: bool = True) -> Any:
+    """A validated timeout: seconds (float) or None; USE_CLIENT_DEFAULT kept if allowed.
+
+    Infinity and anything past a year mean "wait for ever" (None). Raises
+    TypeError for a non-number (a bool or a str included) and ValueError for
+    zero, a negative number or NaN, naming ``name``.
+    """
+    if value is None or (allow_default and value is USE_CLIENT_DEFAULT):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds or None, not {type(value).__name__} ({value!r:.40})")
+    if math.isnan(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive number of seconds or None, not {value!r}")
+    return None if value > _FOREVER_SECONDS else float(value)
+
+
+def _describe(label: str, path: str) -> str:
+    return f"{label} {path!r}" if path else label
+
+
+def check_json(value: Any, label: str) -> None:
+    """Refuse, before sending, a value JSON cannot carry.
+
+    NaN and infinities (JSON has neither) and strings with lone surrogates (not
+    encodable as UTF-8) raise ValueError; a type JSON has no form for (a set, a
+    datetime, an object) raises TypeError. ``label`` says what the value is,
+    e.g. ``"call_tool('add'): argument"``; the message adds the path inside it.
+
+    Example: ``check_json({"a": float("nan")}, "call_tool('add'): argument")``
+    raises ``ValueError: call_tool('add'): argument 'a' is nan; JSON has no NaN or Infinity``.
+    """
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            _check_text(item, label, path)
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise ValueError(f"{_describe(label, path)} is {item!r}; JSON has no NaN or Infinity")
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(key, str):
+                    _check_text(key, label, path)
+                elif not isinstance(key, _JSON_SCALARS):
+                    raise TypeError(f"{_describe(label, path)} has a key of type {type(key).__name__}; "
+                                    "JSON object keys are strings")
+                stack.append((f"{path}.{key}" if path else str(key), child))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((f"{path}[{index}]", child) for index, child in enumerate(item))
+        elif not isinstance(item, _JSON_SCALARS):
+            raise TypeError(f"{_describe(label, path)} is a {type(item).__name__}, which JSON cannot carry")
+
+
+def _check_text(text: str, label: str, path: str) -> None:
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start:exc.end].encode("unicode_escape").decode("ascii")
+        raise ValueError(
+            f"{_describe(label, path)} contains a lone surrogate ({bad}) that UTF-8 cannot encode: {text[:60]!r}"
+        ) from None
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of a parsed JSON value (dicts, lists, scalars), at any depth.
+
+    Unlike ``copy.deepcopy`` it does not recurse, so a 10,000-deep answer is copied
+    like a flat one. Tuples come back as lists (JSON has only arrays).
+    """
+    if not isinstance(value, (dict, list, tuple)):
+        return value
+    root: Any = {} if isinstance(value, dict) else []
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        items = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, child in items:
+            if isinstance(child, (dict, list, tuple)):
+                copied: Any = {} if isinstance(child, dict) else []
+                stack.append((child, copied))
+            else:
+                copied = child
+            if isinstance(target, dict):
+                target[key] = copied
+            else:
+                target.append(copied)
+    return root
+
+
+def command_line(command: Any, args: Any) -> tuple[str, list[str]]:
+    """``Client.stdio``'s command and args, checked: a str where a list belongs is a TypeError."""
+    if not isinstance(command, (str, os.PathLike)):
+        raise TypeError(f"Client.stdio: command must be a string, not {type(command).__name__}")
+    if args is None:
+        return os.fspath(command), []
+    if isinstance(args, (str, bytes, os.PathLike)):
+        raise TypeError(
+            f"Client.stdio: args must be a list of strings, not {type(args).__name__}; "
+            f"write Client.stdio({os.fspath(command)!r}, [{args!r}]) for one argument"
+        )
+    if not isinstance(args, Sequence) or not all(isinstance(arg, (str, os.PathLike)) for arg in args):
+        raise TypeError(f"Client.stdio: args must be a list of strings, not {args!r:.80}")
+    return os.fspath(command), [os.fspath(arg) for arg in args]
+
+
+def check_env(env: Any) -> None:
+    if env is None:
+        return
+    if not isinstance(env, Mapping):
+        raise TypeError(f"Client.stdio: env must be a dict of strings, not {type(env).__name__}")
+    for key, value in env.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError(f"Client.stdio: env must map strings to strings; {key!r}: {value!r:.40} is not")
+
+
+def http_options(transport: type, where: str, url: Any, **options: Any) -> dict[str, Any]:
+    """The HTTP options to hand to ``transport``, checked; one it does not take yet is a TypeError (never dropped)."""
+    if not isinstance(url, str):
+        raise TypeError(f"{where}: url must be a string, not {type(url).__name__}")
+    options["connect_timeout"] = check_timeout(options["connect_timeout"], "connect_timeout", allow_default=False)
+    retries = options["max_retries"]
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ValueError(f"{where}: max_retries must be a whole number >= 0, not {retries!r}")
+    given = {key: value for key, value in options.items() if value is not None}
+    accepted = inspect.signature(transport).parameters
+    unsupported = sorted(key for key in given if key not in accepted)
+    if unsupported:
+        raise TypeError(f"{where}: this version's {transport.__name__} does not support {', '.join(unsupported)}")
+    return given

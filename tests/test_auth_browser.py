@@ -1,0 +1,173 @@
+"""mcp_sync.auth.browser_authorize (issue #12.2) against a local authorization server (a
+real HTTP server); the browser is stood in for by a thread that requests the authorization
+URL and follows its redirect to the loopback server, as a browser would."""
+
+from __future__ import annotations
+
+import functools
+import io
+import socket
+import threading
+import time
+import webbrowser
+from typing import Iterator
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import pytest
+import requests
+from test_auth import World
+
+import mcp_sync
+from mcp_sync.auth import browser_authorize
+
+from conftest import free_port
+from httpkit import FakeServer, Reply, Request
+
+pytestmark = pytest.mark.timeout(20)
+
+
+class Browser:
+    """Follows URLs in a thread (redirects included), like the user's browser."""
+
+    def __init__(self) -> None:
+        self.visits: list[requests.Response] = []
+        self.threads: list[threading.Thread] = []
+
+    def open(self, url: str) -> bool:
+        def visit() -> None:
+            self.visits.append(requests.get(url, timeout=5))
+
+        thread = threading.Thread(target=visit)
+        thread.start()
+        self.threads.append(thread)
+        return True
+
+    def join(self) -> None:
+        for thread in self.threads:
+            thread.join(10)
+
+
+@pytest.fixture
+def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Browser]:
+    fake = Browser()
+    monkeypatch.setenv("DISPLAY", ":0")
+    monkeypatch.setattr(webbrowser, "open", lambda url, *a, **k: fake.open(url))
+    yield fake
+    fake.join()
+
+
+@pytest.fixture
+def authorization_server() -> Iterator[FakeServer]:
+    """Approves at once: /authorize redirects to redirect_uri with a code and the state."""
+
+    def answer(request: Request) -> Reply | None:
+        params = {k: v[0] for k, v in parse_qs(urlsplit(request.path).query).items()}
+        back = urlencode({"code": "the-code", "state": params["state"]})
+        return Reply(302, {"Location": f"{params['redirect_uri']}?{back}"})
+
+    with FakeServer("modern") as server:
+        server.override = answer
+        yield server
+
+
+def authorization_url(server: FakeServer, redirect_uri: str, state: str = "st4te") -> str:
+    return f"http://127.0.0.1:{server.port}/authorize?" + urlencode({"redirect_uri": redirect_uri, "state": state})
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "[::1]"])
+def test_catches_the_redirect(browser: Browser, authorization_server: FakeServer, host: str) -> None:
+    if host == "[::1]" and not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    redirect_uri = f"http://{host}:{free_port()}/callback"
+    landed = browser_authorize(authorization_url(authorization_server, redirect_uri), timeout=5)
+    assert landed == f"{redirect_uri}?code=the-code&state=st4te"
+    browser.join()
+    assert browser.visits[0].status_code == 200 and "close this window" in browser.visits[0].text
+
+
+def test_prints_the_url_when_no_browser_can_open(
+    monkeypatch: pytest.MonkeyPatch, authorization_server: FakeServer
+) -> None:
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(webbrowser, "open", lambda *a, **k: pytest.fail("no browser should be started"))
+    out = io.StringIO()
+    url = authorization_url(authorization_server, f"http://127.0.0.1:{free_port()}/cb")
+
+    def user() -> None:  # reads the printed URL and pastes it into a browser elsewhere
+        deadline = time.monotonic() + 5
+        while url not in out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        requests.get(url, timeout=5)
+
+    thread = threading.Thread(target=user)
+    thread.start()
+    try:
+        assert "code=the-code" in browser_authorize(url, timeout=5, out=out)
+    finally:
+        thread.join(10)
+    assert url in out.getvalue()
+
+
+def test_times_out(monkeypatch: pytest.MonkeyPatch, authorization_server: FakeServer) -> None:
+    monkeypatch.setattr(webbrowser, "open", lambda *a, **k: True)  # a browser that never comes back
+    monkeypatch.setenv("DISPLAY", ":0")
+    redirect_uri = f"http://127.0.0.1:{free_port()}/callback"
+    started = time.monotonic()
+    with pytest.raises(mcp_sync.AuthorizationError, match="timed out") as caught:
+        browser_authorize(authorization_url(authorization_server, redirect_uri), timeout=0.5)
+    assert time.monotonic() - started < 3
+    assert caught.value.step == "authorization"
+    with pytest.raises(requests.ConnectionError):  # the one-shot server is gone
+        requests.get(redirect_uri, timeout=2)
+
+
+def test_wrong_state_and_other_paths_are_ignored(browser: Browser, authorization_server: FakeServer) -> None:
+    port = free_port()
+    redirect_uri = f"http://127.0.0.1:{port}/callback"
+    answers: list[int] = []
+
+    def forger() -> None:  # a page in another tab tries to inject its own code first
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                answers.append(requests.get(f"{redirect_uri}?code=evil&state=forged", timeout=2).status_code)
+                answers.append(requests.get(f"http://127.0.0.1:{port}/favicon.ico", timeout=2).status_code)
+                break
+            except requests.ConnectionError:
+                time.sleep(0.02)
+        time.sleep(0.1)
+        browser.open(authorization_url(authorization_server, redirect_uri))
+
+    forging = threading.Thread(target=forger)
+    forging.start()
+    try:
+        url = authorization_url(authorization_server, redirect_uri)
+        landed = browser_authorize(url, timeout=5, open_browser=False, out=io.StringIO())
+    finally:
+        forging.join(10)
+    assert answers == [400, 404]
+    assert parse_qs(urlsplit(landed).query) == {"code": ["the-code"], "state": ["st4te"]}
+
+
+@pytest.mark.parametrize(
+    "redirect_uri", ["https://app.example.com/callback", "http://10.0.0.1:8000/cb", "http://127.0.0.1/no-port"]
+)
+def test_redirect_uri_must_be_loopback_with_a_port(redirect_uri: str, authorization_server: FakeServer) -> None:
+    with pytest.raises(mcp_sync.AuthorizationError, match="loopback"):
+        browser_authorize(authorization_url(authorization_server, redirect_uri), timeout=1)
+
+
+def test_whole_flow_with_oauth(browser: Browser, no_leaks: None) -> None:
+    with FakeServer("modern") as rs, FakeServer("modern") as auth:
+        world = World(rs, auth)
+        oauth = mcp_sync.OAuth(
+            redirect_uri=f"http://127.0.0.1:{free_port()}/callback",
+            on_authorize=functools.partial(browser_authorize, timeout=5),
+            timeout=5,
+        )
+        with mcp_sync.Client.http(rs.url, auth=oauth, mode="modern", timeout=10) as client:
+            assert client.call_tool("echo", {"x": 1}).text
+        (authorize,) = world.calls("authorize")
+        assert authorize["redirect_uri"] == oauth.redirect_uri
+        assert [t["grant_type"] for t in world.calls("token")] == ["authorization_code"]
