@@ -20,7 +20,6 @@ import collections
 import json
 import logging
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -28,6 +27,7 @@ import threading
 import time
 from typing import IO, Any, Callable, Mapping, Sequence, Union
 
+from .._resources import name_from_command
 from .._threads import join_quietly, spawn
 from ..exceptions import ConnectionClosed, ProtocolError, RequestTimeout
 from ._pipes import CAN_POLL, describe_exit, make_nonblocking, read_lines, top_level_id, write_until
@@ -93,11 +93,6 @@ _ENV_HINT = (
     "the server gets only an allow-listed environment (see DEFAULT_ENV_VARS): if it needs more, "
     "pass env={...} or inherit_env=True"
 )
-_LAUNCHERS = {"node", "nodejs", "npx", "bun", "bunx", "deno", "uv", "uvx", "pipx", "bash", "sh", "env", "pnpm",
-              "yarn", "npm", "ruby", "java"}
-_LAUNCHER_WORDS = {"run", "exec", "dlx", "x", "tool"}
-_GENERIC_STEMS = {"index", "main", "__main__", "cli", "server"}
-_BUILD_DIRS = {"dist", "build", "lib", "src", "bin", "out"}
 
 
 def default_environment(env: Mapping[str, str] | None = None, *, inherit: bool = False) -> dict[str, str]:
@@ -108,43 +103,6 @@ def default_environment(env: Mapping[str, str] | None = None, *, inherit: bool =
     base = dict(os.environ) if inherit else {k: os.environ[k] for k in DEFAULT_ENV_VARS if k in os.environ}
     base.update(env or {})
     return base
-
-
-def server_name(command: str, args: Sequence[str]) -> str:
-    """A short name for the server: the script or package a launcher runs, else the command.
-
-    Example: ``server_name("npx", ["-y", "@modelcontextprotocol/server-everything"])`` is
-    ``"server-everything"``; ``server_name("python", ["-m", "my_server"])`` is ``"my_server"``.
-    """
-    stem = re.sub(r"\.(exe|cmd|bat)$", "", os.path.basename(command), flags=re.I) or "server"
-    if not (stem in _LAUNCHERS or re.fullmatch(r"python[0-9.]*w?", stem)):
-        return stem
-    arguments = iter(args)
-    for arg in arguments:
-        if arg == "-m":
-            return next(arguments, stem)
-        if arg == "-c":
-            return stem
-        if arg.startswith("-") or arg in _LAUNCHER_WORDS or "=" in arg:
-            continue
-        return _name_of(arg) or stem
-    return stem
-
-
-def _name_of(target: str) -> str:
-    if target.startswith("@") and "/" in target:  # @scope/package@version
-        return target.split("/", 1)[1].split("@", 1)[0]
-    if "@" in target and "/" not in target:  # package@version
-        return target.split("@", 1)[0]
-    parts = [part for part in re.split(r"[\\/]", target) if part]
-    if not parts:
-        return ""
-    stem = re.sub(r"\.(py|js|mjs|cjs|ts|rb|jar)$", "", parts[-1])
-    if stem in _GENERIC_STEMS:  # .../server-everything/dist/index.js -> server-everything
-        for parent in reversed(parts[:-1]):
-            if parent not in _BUILD_DIRS:
-                return parent
-    return stem
 
 
 def _cut(text: str) -> str:
@@ -199,7 +157,7 @@ class StdioTransport:
         self.max_message_bytes = max_message_bytes
         self.shutdown_timeout = shutdown_timeout
         self.write_timeout = write_timeout
-        self.name = name or server_name(command, self.args)
+        self.name = name or name_from_command(command, self.args)
         self._process: subprocess.Popen[bytes] | None = None
         self._sink: MessageSink | None = None
         self._write_lock = threading.Lock()
