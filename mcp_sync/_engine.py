@@ -186,6 +186,12 @@ class Engine:
         self._closed_error: ConnectionClosed | None = None
         self._closed_by_client = False  # close() was called: no server diagnostics in the errors
         self._started = False
+        # A transport whose send can block (stdio: a server that stops reading its stdin) takes
+        # the request's deadline for the write; one without the keyword is called as before. (8.1)
+        send_code = getattr(getattr(transport.send, "__func__", transport.send), "__code__", None)
+        self._send_takes_timeout = send_code is not None and "timeout" in send_code.co_varnames[
+            : send_code.co_argcount + send_code.co_kwonlyargcount
+        ]
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -305,7 +311,11 @@ class Engine:
                 raise self._closed_copy(method, request_id)
             sending = True
             sent_at = time.monotonic()  # the deadline covers the write too (8.1)
-            self.transport.send(message, headers=headers)
+            write_limit = min((x for x in (limit, total_limit) if x is not None), default=None)
+            if write_limit is not None and self._send_takes_timeout:
+                self.transport.send(message, headers=headers, timeout=write_limit)  # type: ignore[call-arg]
+            else:
+                self.transport.send(message, headers=headers)
             written = True
             expired = self._wait(pending, sent_at, limit, total_limit, reset_timeout_on_progress)
             if expired is not None:
