@@ -90,7 +90,7 @@ _DIAGNOSTIC_CHARS = 200
 _ID_SCAN_BYTES = 1 << 20  # how much of an oversized line is searched for its top-level id
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)  # built once; never NaN
 _ENV_HINT = (
-    "the server gets only an allow-listed environment (see DEFAULT_ENV_VARS): if it needs more, "
+    "it gets only an allow-listed environment (see Client.stdio): if it needs more, "
     "pass env={...} or inherit_env=True"
 )
 
