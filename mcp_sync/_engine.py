@@ -177,6 +177,7 @@ class Engine:
         #: HTTP session by itself: session state (subscriptions, log level) is gone. (LG3)
         self.on_session_renewed = on_session_renewed
         self.dispatcher = dispatcher or Dispatcher(self.name)
+        self._owns_dispatcher = dispatcher is None  # a shared one is stopped by its owner (the client)
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._pending: dict[Any, _Pending] = {}
@@ -224,6 +225,8 @@ class Engine:
             log.exception("mcp_sync: closing the %s transport failed", self.name)
         finally:
             self._handlers.close(1.0)
+            if self._owns_dispatcher:
+                self.dispatcher.stop()
 
     # -- outgoing --------------------------------------------------------------------
 

@@ -36,7 +36,7 @@ log = logging.getLogger("mcp_sync")
 
 # The strictest rule among the three APIs: OpenAI and Anthropic take ^[a-zA-Z0-9_-]{1,64}$,
 # Gemini also wants a letter or underscore first.
-_VALID_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$")
+_VALID_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}\Z")  # \Z: "$" would accept a trailing newline
 _INVALID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 _HASH_LEN = 8
 _MAX_DEPTH = 32  # bound on schema nesting walked (and $ref inlining)

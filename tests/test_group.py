@@ -23,7 +23,7 @@ from conftest import FAULT_SERVER, PY, ROOT
 pytestmark = pytest.mark.timeout(90)
 
 DEMO_SERVER = str(ROOT / "examples" / "demo_server.py")
-STRICTEST_LLM_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+STRICTEST_LLM_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}\Z")
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.timeout(90)
 LLM = Path(__file__).parent / "data" / "llm"
 SDK_START = {"probe_timeout": 60}
 DEMO_SERVER = str(ROOT / "examples" / "demo_server.py")
-VALID_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$")  # OpenAI, Anthropic and Gemini all take these
+VALID_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}\Z")  # OpenAI, Anthropic and Gemini all take these
 GEMINI_KEYS = {
     "type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems", "properties", "required",
     "minProperties", "maxProperties", "minLength", "maxLength", "pattern", "example", "anyOf", "propertyOrdering",

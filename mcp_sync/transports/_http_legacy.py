@@ -39,7 +39,9 @@ MAX_LISTEN_FAILURES = 5
 #: found", "Invalid or expired session", "Unknown session id").
 _SESSION_GONE = re.compile(
     r"\bsession\b.{0,40}\b(invalid|unknown|no valid|not found|expired|terminated|missing)\b|"
-    r"\b(invalid|unknown|no valid|expired|missing)\b.{0,40}\bsession\b",
+    r"\b(invalid|unknown|no valid|expired|missing)\b.{0,40}\bsession\b"
+    # a session the server holds but never saw initialized (the TypeScript SDK's wording)
+    r"|\bserver not initialized\b",
     re.IGNORECASE,
 )
 
@@ -108,8 +110,10 @@ class LegacySession(HttpBase):
                 if self._sink is not None:
                     self._sink.closed(error)
                 raise error from exc
-        if self._initialized_message is not None:
-            self._send_oneway(self._initialized_message, None, None, resent=True)
+            # Still under the lock: no request may reach the new session before it is initialized
+            # (a TypeScript server answers such a request 400 "Server not initialized").
+            if self._initialized_message is not None:
+                self._send_oneway(self._initialized_message, None, None, resent=True)
         if self._sink is not None:
             self._sink.session_renewed()  # the new session holds none of the old one's state
 
