@@ -313,12 +313,18 @@ class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
         """A client for a server run as a subprocess (stdio transport).
 
         ``command`` is resolved on ``PATH``; ``args`` is a list of strings (not
-        one string). The child gets an allow-listed environment (HOME, LOGNAME,
-        PATH, SHELL, TERM, USER, ...) with ``env`` on top, or the whole
-        environment with ``inherit_env=True``. ``stderr``: None logs the
-        server's stderr to ``mcp_sync.stderr.<server>``; or a file, or a
-        callable taking each line. If the server dies, the next request starts
-        it again; ``restart=False`` turns that off. The other options are the
+        one string). The child gets an allow-listed environment with ``env`` on
+        top, or the whole environment with ``inherit_env=True``. The allow-list:
+        HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_ALL, TMPDIR (on Windows
+        APPDATA, PATH, SYSTEMROOT, TEMP, USERPROFILE, ...) and the proxy and CA
+        settings (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, ALL_PROXY and lower-case
+        forms, SSL_CERT_FILE, SSL_CERT_DIR, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE,
+        NODE_EXTRA_CA_CERTS); API keys and package-index settings go in ``env``.
+        ``stderr``: None (the default) shows each line of the server's stderr on
+        ``sys.stderr`` prefixed with ``[<name>]``; ``"log"`` logs it to
+        ``mcp_sync.stderr.<name>`` at INFO; or a file, or a callable taking each
+        line. If the server dies, the next request starts it again;
+        ``restart=False`` turns that off. The other options are the
         :class:`Client` options.
 
         Example::

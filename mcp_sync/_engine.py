@@ -190,6 +190,12 @@ class Engine:
         #: ``send_inline(message, headers=..., deadline=...)``: a transport that can read a
         #: request's answer on the requesting thread (see HttpTransport.send_inline).
         self._send_inline: Callable[..., None] | None = getattr(transport, "send_inline", None)
+        # A transport whose send can block (stdio: a server that stops reading its stdin) takes
+        # the request's deadline for the write; one without the keyword is called as before. (8.1)
+        send_code = getattr(getattr(transport.send, "__func__", transport.send), "__code__", None)
+        self._send_takes_timeout = send_code is not None and "timeout" in send_code.co_varnames[
+            : send_code.co_argcount + send_code.co_kwonlyargcount
+        ]
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -316,8 +322,11 @@ class Engine:
                 raise self._closed_copy(method, request_id)
             sending = True
             sent_at = time.monotonic()  # the deadline covers the write too (8.1)
+            write_limit = min((x for x in (limit, total_limit) if x is not None), default=None)
             if inline is not None:
                 inline(message, headers=headers, deadline=None if limit is None else sent_at + limit)
+            elif write_limit is not None and self._send_takes_timeout:
+                self.transport.send(message, headers=headers, timeout=write_limit)  # type: ignore[call-arg]
             else:
                 self.transport.send(message, headers=headers)
             written = True

@@ -401,7 +401,7 @@ def test_name_repr_pid_transport_and_loggers(caplog: pytest.LogCaptureFixture, n
     """#9.15: every repr was `<mcp_sync.Client open legacy 2025-11-25>`, every Node server logged
     as mcp_sync.stderr.node."""
     caplog.set_level(logging.INFO, logger="mcp_sync.stderr")
-    client = mcp_sync.Client.stdio(PY, fault_args("--era", "modern"))
+    client = mcp_sync.Client.stdio(PY, fault_args("--era", "modern"), stderr="log")  # the logger is opt-in (#9.13)
     assert client.name == "fault_server" and client.pid is None
     assert "fault_server.py" in repr(client) and "new" in repr(client)
     with client:

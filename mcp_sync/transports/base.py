@@ -27,7 +27,7 @@ class MessageSink(Protocol):
         """The connection ended; ``error`` says how. Called at most once."""
 
     def session_renewed(self) -> None:
-        """A legacy HTTP session expired and the transport started a new one (LG3)."""
+        """A legacy HTTP session expired and the transport started a new one."""  # LG3
 
 
 class Transport(Protocol):
@@ -38,6 +38,10 @@ class Transport(Protocol):
     *is* the cancellation (modern Streamable HTTP closes the response stream);
     False tells the engine to send ``notifications/cancelled`` instead.
     ``configure`` is told the era and protocol version once they are known.
+    A transport may also take ``send(..., timeout=seconds)`` to bound the write
+    itself (RequestTimeout when it cannot finish), and offer ``diagnostics() -> str``:
+    what the server said that may explain a silence or an exit (stray output, its
+    last stderr lines), or ``""``; the engine appends it to its errors.
     """
 
     name: str
@@ -51,3 +55,4 @@ class Transport(Protocol):
     def configure(self, *, era: str, protocol_version: str) -> None: ...
 
     def close(self) -> None: ...
+
