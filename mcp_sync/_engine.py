@@ -47,6 +47,7 @@ from .exceptions import (
 from .transports.base import Transport
 
 log = logging.getLogger("mcp_sync")
+_CANCEL_WRITE_TIMEOUT = 1.0  # seconds a notifications/cancelled write may block
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
 NotificationCallback = Callable[[str, dict], None]
@@ -413,10 +414,11 @@ class Engine:
             error.message = f"{error.message}\n{text}"
             error.args = (error.message, *error.args[1:])
 
-    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+    def notify(self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None) -> None:
         """Send a notification (no answer expected).
 
         Raises ValueError before sending when ``params`` hold NaN or an infinity.
+        ``timeout`` bounds the write on transports whose writes can block (stdio).
         """
         self._check_open(method)
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -425,7 +427,10 @@ class Engine:
             if bad is not None:
                 raise ValueError(f"{method}: {bad} is not a finite number, which JSON cannot represent")
             message["params"] = params
-        self.transport.send(message)
+        if timeout is not None and self._send_takes_timeout:
+            self.transport.send(message, timeout=timeout)  # type: ignore[call-arg]
+        else:
+            self.transport.send(message)
 
     def _abort_quietly(self, request_id: Any) -> None:
         try:
@@ -442,7 +447,9 @@ class Engine:
             params: dict[str, Any] = {"requestId": request_id}
             if reason:
                 params["reason"] = reason
-            self.notify("notifications/cancelled", params)
+            # Best effort and sent on the caller's thread after its own deadline: a server that
+            # stopped reading must not hold the caller for the transport's whole write timeout.
+            self.notify("notifications/cancelled", params, timeout=_CANCEL_WRITE_TIMEOUT)
         except MCPError as exc:
             log.debug("mcp_sync: could not send the cancellation of %s: %s", request_id, exc)
 

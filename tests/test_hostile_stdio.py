@@ -120,6 +120,33 @@ class RecordingSink:
 # -- #8.1: a server that stops reading its stdin --------------------------------------------
 
 
+def test_a_cancellation_the_server_cannot_take_does_not_hold_the_caller(nothing_left: None) -> None:
+    """#8.1: a request that was written but timed out is cancelled on the wire; when the server has
+    stopped reading and its stdin pipe is full, that best-effort write gives up within a second
+    instead of holding the caller for the transport's whole write timeout (30 s)."""
+    import fcntl
+
+    from mcp_sync._engine import Engine
+
+    transport = StdioTransport(PY, ["-c", "import time; time.sleep(60)"], shutdown_timeout=0.5)
+    engine = Engine(transport)
+    engine.start()
+    try:
+        assert transport._process is not None and transport._process.stdin is not None
+        capacity = fcntl.fcntl(transport._process.stdin.fileno(), 1032)  # F_GETPIPE_SZ
+        # Fill the pipe so that the request (~120 bytes) still fits and the cancellation does not.
+        filler = {"jsonrpc": "2.0", "method": "notifications/filler", "params": {"pad": ""}}
+        filler["params"]["pad"] = "x" * (capacity - 150 - len(json.dumps(filler, separators=(",", ":"))))
+        transport.send(filler, timeout=2)
+        started = time.monotonic()
+        with pytest.raises(mcp_sync.RequestTimeout) as info:
+            within(40, lambda: engine.request("m" * 60, {}, timeout=0.5))
+        assert "stdin" not in str(info.value)  # the request itself was written; its answer timed out
+        assert time.monotonic() - started < 3
+    finally:
+        within(10, engine.close)
+
+
 def test_write_to_a_server_that_never_reads_is_bounded(nothing_left: None) -> None:
     """#8.1 (T1, T5): a write that cannot finish in its time fails with RequestTimeout; a second
     writer is not stuck behind it for ever; close() does not wait for either."""
