@@ -58,10 +58,12 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Optional
 
+import _workers  # bench/ is the script's folder: on sys.path
+from _workers import TAG_VAR, sweep
+
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = str(ROOT / "tests" / "servers" / "sdk_server.py")
 sys.path.insert(0, str(ROOT))  # the workers measure this checkout's mcp_sync, installed or not
-TAG_VAR = "MCP_SYNC_BENCH_TAG"
 WARMUP = 50
 TOOL = "echo"
 ARGUMENTS = {"text": "hi"}
@@ -453,46 +455,7 @@ def worker(variant: str, calls: int) -> None:
 
 
 def run_worker(variant: str, calls: int) -> Optional[dict[str, Any]]:
-    cmd = [sys.executable, __file__, "--worker", variant, "--calls", str(calls)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    try:
-        out, err = proc.communicate(timeout=WORKER_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        print(f"  {variant}: timed out after {WORKER_TIMEOUT:.0f} s", file=sys.stderr)
-        sweep()
-        return None
-    if proc.returncode != 0 or not out.strip():
-        print(f"  {variant}: worker failed (exit {proc.returncode}):\n{err[-2000:]}", file=sys.stderr)
-        return None
-    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
-
-
-def tagged_pids(tag: str) -> list[int]:
-    """Processes (ours: the tag is unique to this run) whose environment carries the tag."""
-    needle = f"{TAG_VAR}={tag}".encode()
-    pids = []
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        if entry.isdigit() and int(entry) != os.getpid():
-            try:
-                with open(f"/proc/{entry}/environ", "rb") as f:
-                    if needle in f.read().split(b"\0"):
-                        pids.append(int(entry))
-            except OSError:
-                continue
-    return pids
-
-
-def sweep() -> int:
-    """Kill any process still carrying this run's tag (a server left behind); return how many."""
-    leftovers = tagged_pids(os.environ[TAG_VAR])
-    for pid in leftovers:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-    return len(leftovers)
+    return _workers.run_worker(__file__, variant, calls, timeout=WORKER_TIMEOUT, cwd=ROOT)
 
 
 def fmt_runs(runs: list[dict[str, Any]]) -> str:
