@@ -3,14 +3,16 @@
 A tool's schemas come from the tools the client has listed (remembered by
 ``list_tools``); a call to a tool not seen yet lists the tools once, when there
 is something to check (arguments to validate, or a ``structuredContent``). Each
-schema is compiled once into a validator of its declared ``$schema`` dialect
-(2020-12 when none is declared) and kept in a bounded cache shared by every
-client. ``$ref`` is resolved only inside the schema itself and the dialects'
+schema is compiled once and kept in a bounded cache shared by every client: a
+plain schema into a quick yes/no check (:mod:`._schema_subset`), and, when a value
+fails it or the schema is not plain, into a ``jsonschema`` validator of its
+declared ``$schema`` dialect (2020-12 when none is declared), which explains
+the failure. ``$ref`` is resolved only inside the schema itself and the dialects'
 bundled meta-schemas: nothing is ever fetched, and a ``$ref`` that cannot be
 resolved makes that one check pass (logged at debug level), since the schema,
 not the data, is what is broken.
 
-``jsonschema`` is imported by the first check, never by ``import mcp_sync``.
+``jsonschema`` is imported by the first check that needs it, never by ``import mcp_sync``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import threading
 import warnings
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Union
 
+from ._schema_subset import compile_subset
 from .exceptions import MCPError, ProtocolError
 from .models import CallToolResult, Tool
 
@@ -78,8 +81,26 @@ def check_output_mode(value: OutputMode) -> OutputMode:
 # -- compiled validators -----------------------------------------------------------------
 
 
+class CompiledSchema:
+    """One schema's checks: the quick subset check when the schema is plain enough
+    (see :mod:`._schema_subset`), and the ``jsonschema`` validator, built the first
+    time it is needed (a schema outside the subset, or a value that fails)."""
+
+    __slots__ = ("_validator", "quick", "schema")
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        self.schema = dict(schema)
+        self.quick = compile_subset(self.schema)
+        self._validator: Any = None
+
+    def validator(self) -> Any:
+        if self._validator is None:  # two threads may both build it: the same result, no harm
+            self._validator = _compile(self.schema)
+        return self._validator
+
+
 class _ValidatorCache:
-    """Validators by schema content, least recently used dropped past ``size``; thread-safe.
+    """Compiled schemas by content, least recently used dropped past ``size``; thread-safe.
 
     Looked up by identity first (the same listed schema dict is checked on every
     call of its tool), then by content (a re-listed tool with an unchanged schema
@@ -88,12 +109,14 @@ class _ValidatorCache:
     def __init__(self, size: int) -> None:
         self._size = size
         self._lock = threading.Lock()
-        self._by_content: collections.OrderedDict[str, Any] = collections.OrderedDict()
-        # id(schema) -> (schema, validator): the entry holds the schema so its id is not reused
-        self._by_identity: collections.OrderedDict[int, tuple[Mapping[str, Any], Any]] = collections.OrderedDict()
+        self._by_content: collections.OrderedDict[str, CompiledSchema] = collections.OrderedDict()
+        # id(schema) -> (schema, compiled): the entry holds the schema so its id is not reused
+        self._by_identity: collections.OrderedDict[int, tuple[Mapping[str, Any], CompiledSchema]] = (
+            collections.OrderedDict()
+        )
         self.compiled = 0  # how many schemas were compiled (for tests and curiosity)
 
-    def get(self, schema: Mapping[str, Any]) -> Any:
+    def get(self, schema: Mapping[str, Any]) -> CompiledSchema:
         with self._lock:
             hit = self._by_identity.get(id(schema))
             if hit is not None and hit[0] is schema:
@@ -101,21 +124,21 @@ class _ValidatorCache:
                 return hit[1]
         key = json.dumps(schema, sort_keys=True, default=repr)
         with self._lock:
-            validator = self._by_content.get(key)
-            if validator is not None:
+            compiled = self._by_content.get(key)
+            if compiled is not None:
                 self._by_content.move_to_end(key)
-        if validator is None:
-            validator = _compile(schema)  # outside the lock: compiling a large schema takes a while
+        if compiled is None:
+            compiled = CompiledSchema(schema)
             with self._lock:
                 self.compiled += 1
-                self._by_content[key] = validator
+                self._by_content[key] = compiled
                 while len(self._by_content) > self._size:
                     self._by_content.popitem(last=False)
         with self._lock:
-            self._by_identity[id(schema)] = (schema, validator)
+            self._by_identity[id(schema)] = (schema, compiled)
             while len(self._by_identity) > self._size:
                 self._by_identity.popitem(last=False)
-        return validator
+        return compiled
 
     def clear(self) -> None:
         with self._lock:
@@ -161,8 +184,10 @@ def mismatches(schema: Mapping[str, Any], instance: Any, what: str) -> list[tupl
     ``[]`` when it matches; None when the schema cannot be used (an unresolvable
     ``$ref``, an invalid schema): the check is then skipped, with a debug log."""
     try:
-        validator = VALIDATORS.get(schema)
-        errors = list(validator.iter_errors(instance))
+        compiled = VALIDATORS.get(schema)
+        if compiled.quick is not None and compiled.quick(instance):
+            return []  # the common case: a plain schema and a matching value, no jsonschema
+        errors = list(compiled.validator().iter_errors(instance))
         if not errors:
             return []
         from jsonschema.exceptions import best_match, relevance

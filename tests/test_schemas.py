@@ -183,15 +183,20 @@ def test_sdk_server_http(sdk_http_url: str) -> None:
 
 
 def test_checks_do_not_load_jsonschema_until_needed() -> None:
+    """Plain schemas are checked by the quick subset check; jsonschema is loaded only to explain a failure."""
     code = (
         "import sys, mcp_sync\n"
         f"c = mcp_sync.Client.stdio({PY!r}, [{SCHEMA_SERVER!r}], validate_output=False)\n"
         "c.call_tool('weather', {'city': 'x'}); a = 'jsonschema' in sys.modules\n"
         "c.call_tool('weather', {'city': 'x'}, validate=True); b = 'jsonschema' in sys.modules\n"
-        "c.close(); print(a, b)"
+        "try:\n"
+        "    c.call_tool('weather', {'city': 5}, validate=True)\n"
+        "except mcp_sync.InvalidArguments as exc:\n"
+        "    print(exc.path)\n"
+        "c.close(); print(a, b, 'jsonschema' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20, check=True)
-    assert out.stdout.split() == ["False", "True"]
+    assert out.stdout.split() == ["$.city", "False", "False", "True"]
 
 
 json_values = st.recursive(
@@ -199,8 +204,24 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
     max_leaves=10,
 )
-schema_keys = st.sampled_from(["type", "$ref", "items", "properties", "required", "$schema", "enum", "anyOf",
-                               "minimum", "pattern", "$defs", "additionalProperties", "$id", "$dynamicRef"])
+schema_keys = st.sampled_from(
+    [
+        "type",
+        "$ref",
+        "items",
+        "properties",
+        "required",
+        "$schema",
+        "enum",
+        "anyOf",
+        "minimum",
+        "pattern",
+        "$defs",
+        "additionalProperties",
+        "$id",
+        "$dynamicRef",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
