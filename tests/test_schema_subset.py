@@ -74,7 +74,10 @@ def reference_is_valid(schema: Any) -> Any:
     return cls(schema).is_valid
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.large_base_example])
+SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=SLOW_OK)
 @given(schema=subset_schemas(), dialect=st.sampled_from(DIALECTS), values=st.lists(json_values, min_size=1, max_size=6))
 def test_quick_check_agrees_with_jsonschema(schema: Any, dialect: str | None, values: list[Any]) -> None:
     if dialect is not None and isinstance(schema, dict):
