@@ -22,7 +22,7 @@ import attrs
 from ._cache import ResultCache, check_mode, is_retry
 from ._engine import Engine, ProgressCallback
 from ._handlers import INPUT_METHODS, Handlers, Roots
-from ._headers import HEADER_MISMATCH
+from ._headers import HEADER_MISMATCH, HeaderField
 from ._hosted_tasks import TASK_METHODS, HostedTasks
 from ._lifecycle import Lifecycle, Negotiated
 from ._listing import ListingMixin
@@ -262,7 +262,7 @@ class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
         )
         self._lock = threading.RLock()
         # x-mcp-header (H8): each listed tool's inputSchema, for mirroring call arguments into headers
-        self._tool_schemas: dict[str, dict[str, Any]] = {}
+        self._tool_schemas: dict[str, tuple[HeaderField, ...]] = {}  # a listed tool's mirrored arguments
         self._tool_schemas_lock = threading.Lock()
         self._schemas = ToolSchemas(validate_output, validate_input)  # outputSchema/inputSchema checks
         self._state = ClientState.NEW

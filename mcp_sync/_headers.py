@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import base64
 import string
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Optional, Tuple
 
 from .exceptions import HEADER_MISMATCH
 
-__all__ = ["HEADER_MISMATCH", "encode_header_value", "param_headers", "tool_header_problem"]
+__all__ = ["HEADER_MISMATCH", "HeaderField", "encode_header_value", "header_fields", "param_headers",
+           "tool_header_problem"]
 
 ANNOTATION = "x-mcp-header"
 PARAM_PREFIX = "Mcp-Param-"
@@ -118,24 +119,42 @@ def tool_header_problem(tool_raw: Mapping[str, Any]) -> str | None:
     return None
 
 
-def param_headers(input_schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, str]:
+#: One mirrored argument: its path through ``properties``, its header name, its declared type.
+HeaderField = Tuple[Tuple[str, ...], str, Optional[str]]
+
+
+def header_fields(input_schema: Mapping[str, Any]) -> tuple[HeaderField, ...]:
+    """The arguments of a tool that :func:`param_headers` mirrors, worked out once per listing.
+
+    Unreachable or malformed annotations are left out (such tools are dropped at
+    listing time, see :func:`tool_header_problem`).
+    """
+    return tuple(
+        (path, name, _property_type(prop))
+        for path, name, prop, reachable in _annotations(dict(input_schema), (), True)
+        if reachable and isinstance(name, str) and name and set(name) <= _TCHAR
+    )
+
+
+def param_headers(
+    input_schema: Mapping[str, Any] | tuple[HeaderField, ...], arguments: Mapping[str, Any]
+) -> dict[str, str]:
     """The ``Mcp-Param-{Name}`` headers for a ``tools/call``, values encoded by :func:`encode_header_value`.
 
-    A value that is absent or null omits its header; strings go as is, integers
-    in decimal, booleans as ``true``/``false``. Raises ValueError for an
-    integer outside +-(2**53 - 1). Unreachable or malformed annotations are
-    skipped (such tools are dropped at listing time, see :func:`tool_header_problem`).
+    ``input_schema`` is the tool's schema, or its :func:`header_fields`. A value
+    that is absent or null omits its header; strings go as is, integers in
+    decimal, booleans as ``true``/``false``. Raises ValueError for an integer
+    outside +-(2**53 - 1).
     """
+    fields = input_schema if isinstance(input_schema, tuple) else header_fields(input_schema)
     headers: dict[str, str] = {}
-    for path, name, prop, reachable in _annotations(dict(input_schema), (), True):
-        if not (reachable and isinstance(name, str) and name and set(name) <= _TCHAR):
-            continue
+    for path, name, declared in fields:
         value: Any = arguments
         for key in path:
             value = value.get(key) if isinstance(value, Mapping) else None
         if value is None:
             continue
-        text = _header_text(value, _property_type(prop))
+        text = _header_text(value, declared)
         if text is not None:
             headers[PARAM_PREFIX + name] = encode_header_value(text)
     return headers

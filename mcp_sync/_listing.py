@@ -12,7 +12,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
 
 from ._cache import check_mode
-from ._headers import param_headers, tool_header_problem
+from ._headers import HeaderField, header_fields, param_headers, tool_header_problem
 from ._sentinels import USE_CLIENT_DEFAULT
 from ._values import Timeout, check_timeout
 from .exceptions import INVALID_PARAMS, PaginationLimitError, ProtocolError, ServerError
@@ -43,7 +43,7 @@ class ListingMixin:
         _cache: ResultCache | None
         _engine: Engine | None
         _negotiated: Negotiated | None
-        _tool_schemas: dict[str, dict[str, Any]]
+        _tool_schemas: dict[str, tuple[HeaderField, ...]]
         _tool_schemas_lock: threading.Lock
         _schemas: ToolSchemas
 
@@ -131,7 +131,7 @@ class ListingMixin:
 
     def _check_tool_headers(self, page: Page[Tool]) -> Page[Tool]:
         """H9: drop tools whose x-mcp-header annotations are invalid (with a warning); remember the
-        schemas of the others for :meth:`_param_headers`."""
+        mirrored arguments of the others for :meth:`_param_headers`."""
         if not self._mirrors_param_headers():
             return page
         kept: list[Tool] = []
@@ -140,7 +140,7 @@ class ListingMixin:
                 problem = tool_header_problem(tool.raw)
                 if problem is None:
                     kept.append(tool)
-                    self._tool_schemas[tool.name] = tool.input_schema
+                    self._tool_schemas[tool.name] = header_fields(tool.input_schema)
                 else:
                     log.warning("mcp_sync: ignoring tool %r: %s", tool.name, problem)  # H9
                     self._tool_schemas.pop(tool.name, None)
@@ -160,8 +160,8 @@ class ListingMixin:
         if not self._mirrors_param_headers():
             return None
         with self._tool_schemas_lock:
-            schema = self._tool_schemas.get(name)
-        return (param_headers(schema, arguments) or None) if schema else None
+            fields = self._tool_schemas.get(name)
+        return (param_headers(fields, arguments) or None) if fields else None
 
     # -- the public listing methods: one page, or every page lazily --------------------
     # Options are spelled out (a misspelt one is a TypeError at once, not at iteration)

@@ -18,7 +18,7 @@ import pytest
 import requests
 
 import mcp_sync
-from mcp_sync._headers import encode_header_value, param_headers, tool_header_problem
+from mcp_sync._headers import encode_header_value, header_fields, param_headers, tool_header_problem
 from mcp_sync.transports import http as http_module
 from mcp_sync.transports.http import HttpTransport
 
@@ -510,6 +510,8 @@ def test_h8_param_headers() -> None:
     }
     assert param_headers(schema, {"count": 42.0}) == {"Mcp-Param-Count": "42"}
     assert param_headers({"type": "object"}, {"x": 1}) == {}
+    fields = header_fields(schema)  # what a listing keeps, so a call does not walk the schema again
+    assert len(fields) == 6 and param_headers(fields, args) == param_headers(schema, args)
 
 
 def test_h9_integer_range_enforced_at_call_time() -> None:

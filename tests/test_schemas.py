@@ -204,24 +204,8 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
     max_leaves=10,
 )
-schema_keys = st.sampled_from(
-    [
-        "type",
-        "$ref",
-        "items",
-        "properties",
-        "required",
-        "$schema",
-        "enum",
-        "anyOf",
-        "minimum",
-        "pattern",
-        "$defs",
-        "additionalProperties",
-        "$id",
-        "$dynamicRef",
-    ]
-)
+schema_keys = st.sampled_from(["type", "$ref", "items", "properties", "required", "$schema", "enum", "anyOf",
+                               "minimum", "pattern", "$defs", "additionalProperties", "$id", "$dynamicRef"])
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
