@@ -3,7 +3,8 @@
 Run:  python sdk_server.py stdio
       python sdk_server.py http --port N     (Streamable HTTP on http://127.0.0.1:N/mcp)
 
-Tools: echo, add (structured output), slow (progress + log + cancellable), fail (isError),
+Tools: echo, add (structured output), slow (progress + log + cancellable), wait_echo (echo after
+an idle wait), fail (isError),
 add_tool (registers a tool at runtime, announces tools/list_changed), ask_name (elicitation:
 elicitation/create mid-call on 2025-11-25, InputRequiredResult/MRTR on 2026-07-28).
 Resources: test://static, template test://items/{id}.  Prompt: greet(name), with completion.
@@ -77,6 +78,14 @@ async def slow(seconds: float, ctx: Context) -> str:
         await anyio.sleep(seconds / steps)
         await ctx.report_progress(i + 1, steps, f"step {i + 1}/{steps}")
     return f"slept {seconds}"
+
+
+@server.tool()
+async def wait_echo(text: str, ms: int) -> str:
+    """Return the text after `ms` milliseconds that use no CPU (as a tool waiting on another
+    service would): calls in flight overlap, so a client's own parallelism shows."""
+    await anyio.sleep(ms / 1000)
+    return text
 
 
 @server.tool()
