@@ -11,7 +11,13 @@ MCPServer), and makes ``--calls`` sequential ``call_tool("echo", {"text": "hi"})
 * ``raw``               the floor: ``subprocess`` pipes and hand-written JSON lines in the modern era,
                         with the ``_meta`` envelope byte-for-byte as mcp_sync sends it; one line
                         written, one line read and parsed, in a loop;
-* ``raw-legacy``        the same floor after a hand-written ``initialize`` handshake.
+* ``raw-legacy``        the same floor after a hand-written ``initialize`` handshake;
+* ``raw-thread``        the ``raw`` floor with one reader thread: the reader reads and parses each
+                        line and hands the answer to the waiting caller through a lock, as any
+                        client with a background reader must. The gap between ``raw`` and
+                        ``raw-thread`` is what the one-reader-thread design itself costs (two
+                        thread wake-ups per call instead of one); the gap between ``raw-thread``
+                        and ``mcp_sync`` is mcp_sync's own work.
 
 Each run happens in a fresh worker subprocess (this script with ``--worker``) that starts its
 server, warms up (50 calls), times the calls with ``time.perf_counter`` and reports its own
@@ -39,6 +45,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -54,7 +61,7 @@ TOOL = "echo"
 ARGUMENTS = {"text": "hi"}
 WORKER_TIMEOUT = 600.0
 
-VARIANTS = ("mcp_sync", "mcp_sync-legacy", "official", "official-legacy", "raw", "raw-legacy")
+VARIANTS = ("mcp_sync", "mcp_sync-legacy", "official", "official-legacy", "raw", "raw-legacy", "raw-thread")
 IMPORTS = {
     "mcp_sync": "import mcp_sync",
     "official (mcp 2.3.0)": "from mcp import Client, StdioServerParameters",
@@ -134,8 +141,9 @@ def run_official(mode: str, calls: int) -> Timing:
     return asyncio.run(main())
 
 
-def run_raw(mode: str, calls: int) -> Timing:
-    """The floor: blocking pipes, one JSON line out, one JSON line in."""
+def run_raw(mode: str, calls: int, threaded: bool = False) -> Timing:
+    """The floor: blocking pipes, one JSON line out, one JSON line in; with ``threaded``, the line
+    is read and parsed by a reader thread and handed to the caller through a lock."""
     env = {k: v for k, v in os.environ.items() if k in ("HOME", "PATH", "LANG", "TMPDIR")} | server_env()
     proc = subprocess.Popen(
         [sys.executable, SERVER, "stdio"],
@@ -183,6 +191,37 @@ def run_raw(mode: str, calls: int) -> Timing:
             next_id += n
             return answer
 
+        waiting: dict[int, list[Any]] = {}  # id -> [lock released when answered, answer]
+
+        def reader() -> None:
+            for line in stdout:
+                answer = json.loads(line)
+                slot = waiting.pop(answer.get("id"), None)
+                if slot is not None:
+                    slot[1] = answer
+                    slot[0].release()
+
+        def threaded_loop(n: int) -> dict[str, Any]:
+            nonlocal next_id
+            answer: dict[str, Any] = {}
+            for request_id in range(next_id, next_id + n):
+                slot: list[Any] = [threading.Lock(), None]
+                slot[0].acquire()
+                waiting[request_id] = slot
+                stdin.write(head + str(request_id).encode() + tail)
+                stdin.flush()
+                if not slot[0].acquire(timeout=30):
+                    raise RuntimeError(f"no answer to {request_id}")
+                answer = slot[1]
+                if answer.get("id") != request_id:
+                    raise RuntimeError(f"unexpected answer: {answer!r:.200}")
+            next_id += n
+            return answer
+
+        if threaded:
+            threading.Thread(target=reader, daemon=True).start()  # ends at EOF, when the server exits
+            loop = threaded_loop
+
         assert loop(WARMUP)["result"]["content"][0]["text"] == "hi"
         with Clock() as clock:
             last = loop(calls)
@@ -205,6 +244,7 @@ RUNNERS: dict[str, Callable[[int], Timing]] = {
     "official-legacy": lambda n: run_official("legacy", n),
     "raw": lambda n: run_raw("modern", n),
     "raw-legacy": lambda n: run_raw("legacy", n),
+    "raw-thread": lambda n: run_raw("modern", n, threaded=True),
 }
 
 
@@ -338,6 +378,8 @@ def main() -> None:
     print(ratio_row("mcp_sync / official", "mcp_sync", "official", medians, runs, 1.5))
     print(ratio_row("mcp_sync / raw", "mcp_sync", "raw", medians, runs, 0.9))
     print(ratio_row("raw / official (ceiling: a zero-cost client)", "raw", "official", medians, runs, None))
+    print(ratio_row("raw-thread / raw (the cost of a reader thread alone)", "raw-thread", "raw", medians, runs, None))
+    print(ratio_row("mcp_sync / raw-thread (mcp_sync's own work)", "mcp_sync", "raw-thread", medians, runs, None))
     print(ratio_row("mcp_sync-legacy / official-legacy", "mcp_sync-legacy", "official-legacy", medians, runs, None))
     print(ratio_row("mcp_sync-legacy / raw-legacy", "mcp_sync-legacy", "raw-legacy", medians, runs, None))
     print("\n| import (fresh interpreter) | statement | median ms | runs (ms) |")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
 
 import attrs
 
-from ._cache import ResultCache, check_mode, is_retry
+from ._cache import CACHEABLE_METHODS, ResultCache, check_mode, is_retry
 from ._engine import Engine, ProgressCallback
 from ._handlers import INPUT_METHODS, Handlers, Roots
 from ._headers import HEADER_MISMATCH, HeaderField
@@ -1113,7 +1113,7 @@ class Client(ListingMixin, TasksMixin, LLMFormatsMixin):
         """:meth:`_send` through the result cache (see :mod:`._cache`); ``cache`` is the per-call mode."""
         mode = check_mode(cache)
         store = self._cache
-        if store is None or mode == "bypass" or is_retry(params):  # C2: retries never cached
+        if store is None or mode == "bypass" or method not in CACHEABLE_METHODS or is_retry(params):  # C2
             return self._send(method, params, **kwargs)
         _negotiated, kwargs["timeout"] = self._connected_within(
             method, kwargs.get("timeout", USE_CLIENT_DEFAULT), kwargs.get("cancel")
