@@ -46,25 +46,21 @@ process still carrying the tag is killed and reported, so no server outlives the
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import os
-import platform
 import resource
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Optional
 
 import _workers  # bench/ is the script's folder: on sys.path
-from _workers import TAG_VAR, sweep
+from _workers import TAG_VAR, Clock, median_of, ratio_row, sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = str(ROOT / "tests" / "servers" / "sdk_server.py")
@@ -124,17 +120,6 @@ class Timing(NamedTuple):
     cpu: float  #: seconds of this client process's CPU (all its threads; not the server child)
     latencies: list[float]  #: seconds, one per timed call
     era: str  #: the era and protocol version actually spoken
-
-
-class Clock:
-    """Times a block: wall clock and this process's CPU time."""
-
-    def __enter__(self) -> Clock:
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
 
 
 # -- worker side: one server, one variant, in this (fresh) process ---------------------------
@@ -466,45 +451,8 @@ def worker(variant: str, calls: int) -> None:
 # -- orchestrator side: stdlib only -----------------------------------------------------------
 
 
-def run_worker(variant: str, calls: int) -> Optional[dict[str, Any]]:
-    return _workers.run_worker(__file__, variant, calls, timeout=WORKER_TIMEOUT, cwd=ROOT)
-
-
 def fmt_runs(runs: list[dict[str, Any]]) -> str:
     return ", ".join(f"{r['calls_per_s']:,.0f}" for r in runs)
-
-
-def median_of(runs: list[dict[str, Any]], key: str) -> float:
-    return statistics.median(r[key] for r in runs)
-
-
-def paired_ratio(runs: dict[str, list[dict[str, Any]]], num: str, den: str, key: str) -> Optional[float]:
-    """Median over rounds of num/den within the same round (runs close in time share the noise)."""
-    by_round = {r["round"]: r[key] for r in runs.get(den, [])}
-    ratios = [r[key] / by_round[r["round"]] for r in runs.get(num, []) if r["round"] in by_round]
-    return statistics.median(ratios) if ratios else None
-
-
-def ratio_row(
-    label: str,
-    num: str,
-    den: str,
-    key: str,
-    runs: dict[str, list[dict[str, Any]]],
-    target: Optional[tuple[str, float]],
-) -> str:
-    """One row of the ratio table; ``target`` is (">=" or "<=", bound) or None for context."""
-    wanted = "(context)" if target is None else f"{target[0]} {target[1]:.2f}"
-    if not runs.get(num) or not runs.get(den):
-        return f"| {label} | n/a | n/a | {wanted} | |"
-    value = median_of(runs[num], key) / median_of(runs[den], key)
-    paired = paired_ratio(runs, num, den, key)
-    paired_text = "n/a" if paired is None else f"{paired:.2f}"
-    verdict = ""
-    if target is not None:
-        ok = value >= target[1] if target[0] == ">=" else value <= target[1]
-        verdict = "met" if ok else "**missed**"
-    return f"| {label} | {value:.2f} | {paired_text} | {wanted} | {verdict} |"
 
 
 def report(runs: dict[str, list[dict[str, Any]]], variants: list[str]) -> None:
@@ -554,67 +502,33 @@ def report(runs: dict[str, list[dict[str, Any]]], variants: list[str]) -> None:
             print(ratio_row(label, num, den, key, runs, target))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--calls", type=int, default=1000, help="timed calls per run (default 1000)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per variant (default 3)")
-    parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS), help=f"comma-separated subset of {VARIANTS}")
-    parser.add_argument("--json", metavar="PATH", help="also write the raw results as JSON")
-    parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+def progress(result: dict[str, Any]) -> str:
+    return (
+        f"{result['calls_per_s']:7,.0f} calls/s  {result['cpu_us_per_call']:6,.0f} CPU µs/call"
+        f"  p50 {result['p50_us']:6,.0f} µs  p99 {result['p99_us']:7,.0f} µs  {result['rss_kib'] / 1024:5.1f} MiB"
+        f"  ({result['era']})"
+    )
 
+
+def main() -> None:
+    parser = _workers.parser_for(__doc__, VARIANTS, calls=1000)
+    args = parser.parse_args()
     if args.worker:
         worker(args.worker, args.calls)
         return
-
-    variants = [v for v in args.variants.split(",") if v]
-    unknown = set(variants) - set(VARIANTS)
-    if unknown:
-        parser.error(f"unknown variants: {sorted(unknown)}")
-    os.environ[TAG_VAR] = uuid.uuid4().hex  # inherited by the workers, passed on to their servers
-
+    variants = _workers.chosen_variants(parser, args, VARIANTS)
     started = datetime.datetime.now().astimezone()
-    load_before = os.getloadavg()
-    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+    load_before = os.getloadavg()[0]
     try:
-        for round_no in range(args.repeat):
-            order = variants[round_no % len(variants) :] + variants[: round_no % len(variants)]
-            for variant in order:
-                result = run_worker(variant, args.calls)
-                if result is not None:
-                    result["round"] = round_no
-                    runs[variant].append(result)
-                    print(
-                        f"  round {round_no + 1}/{args.repeat} {variant:<19} {result['calls_per_s']:7,.0f} calls/s"
-                        f"  {result['cpu_us_per_call']:6,.0f} CPU µs/call  p50 {result['p50_us']:6,.0f} µs"
-                        f"  p99 {result['p99_us']:7,.0f} µs  {result['rss_kib'] / 1024:5.1f} MiB  ({result['era']})",
-                        file=sys.stderr,
-                    )
+        runs = _workers.run_rounds(__file__, variants, args, timeout=WORKER_TIMEOUT, cwd=ROOT, progress=progress)
     finally:
         leftovers = sweep()
-    load_after = os.getloadavg()
-
-    print(
-        f"\n{started:%Y-%m-%d %H:%M %Z}; nproc {os.cpu_count()}; Python {platform.python_version()} "
-        f"({platform.machine()}, {platform.system()} {platform.release()}); "
-        f"--calls {args.calls} --repeat {args.repeat}, warm-up {WARMUP}; "
-        f"loadavg(1m) {load_before[0]:.2f} before, {load_after[0]:.2f} after\n"
-    )
+    loads = [load_before, os.getloadavg()[0]]
+    print(f"\n{_workers.run_header(started, args, WARMUP, loads)}\n")
     report(runs, variants)
     print(f"\nServers left running at the end and killed by the sweep: {leftovers}")
-
     if args.json:
-        payload = {
-            "started": started.isoformat(),
-            "calls": args.calls,
-            "repeat": args.repeat,
-            "runs": runs,
-            "leftovers": leftovers,
-            "loadavg": [load_before, load_after],
-            "python": platform.python_version(),
-            "nproc": os.cpu_count(),
-        }
-        Path(args.json).write_text(json.dumps(payload, indent=2))
+        _workers.save_json(args.json, started, args, runs=runs, leftovers=leftovers, loadavg=loads)
 
 
 if __name__ == "__main__":

@@ -36,23 +36,19 @@ process still carrying the tag is killed and reported, so no server outlives the
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
 import sys
 import threading
-import time
-import uuid
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Optional
 
 import _workers  # bench/ is the script's folder: on sys.path
-from _workers import TAG_VAR, sweep
+from _workers import TAG_VAR, Clock, median_of, ratio_row, sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = str(ROOT / "tests" / "servers" / "sdk_server.py")
@@ -81,17 +77,6 @@ class Timing(NamedTuple):
     wall: float  #: seconds, time.perf_counter
     cpu: float  #: seconds of this client process's CPU (all its threads; not the server child)
     era: str  #: the era and protocol version actually spoken
-
-
-class Clock:
-    """Times a block: wall clock and this process's CPU time."""
-
-    def __enter__(self) -> Clock:
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
 
 
 def server_env() -> dict[str, str]:
@@ -265,10 +250,6 @@ def worker(variant: str, calls: int) -> None:
 # -- orchestrator side: stdlib only, so it stays small (its RSS can leak into children's ru_maxrss) --
 
 
-def run_worker(variant: str, calls: int) -> Optional[dict[str, Any]]:
-    return _workers.run_worker(__file__, variant, calls, timeout=WORKER_TIMEOUT, cwd=ROOT)
-
-
 def import_time(statement: str) -> float:
     code = f"import time;t=time.perf_counter();{statement};print(time.perf_counter()-t)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
@@ -279,83 +260,35 @@ def fmt_runs(values: list[float]) -> str:
     return ", ".join(f"{v:,.0f}" for v in values)
 
 
-def paired_ratio(runs: dict[str, list[dict[str, Any]]], num: str, den: str) -> Optional[float]:
-    """Median over rounds of num/den within the same round (runs close in time share the noise)."""
-    by_round = {r["round"]: r["calls_per_s"] for r in runs.get(den, [])}
-    ratios = [r["calls_per_s"] / by_round[r["round"]] for r in runs.get(num, []) if r["round"] in by_round]
-    return statistics.median(ratios) if ratios else None
-
-
-def ratio_row(
-    label: str,
-    num: str,
-    den: str,
-    medians: dict[str, float],
-    runs: dict[str, list[dict[str, Any]]],
-    target: Optional[float],
-) -> str:
-    wanted = "(context)" if target is None else f">= {target:.2f}"
-    if num not in medians or den not in medians:
-        return f"| {label} | n/a | n/a | {wanted} | |"
-    value = medians[num] / medians[den]
-    paired = paired_ratio(runs, num, den)
-    paired_text = "n/a" if paired is None else f"{paired:.2f}"
-    verdict = "" if target is None else ("met" if value >= target else "**missed**")
-    return f"| {label} | {value:.2f} | {paired_text} | {wanted} | {verdict} |"
+def progress(result: dict[str, Any]) -> str:
+    return (
+        f"{result['calls_per_s']:8,.0f} calls/s  {result['cpu_us_per_call']:5.0f} CPU µs/call"
+        f"  {result['rss_kib'] / 1024:5.1f} MiB  ({result['era']})"
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--calls", type=int, default=2000, help="timed calls per run (default 2000)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per variant (default 3)")
+    parser = _workers.parser_for(__doc__, VARIANTS, calls=2000)
     parser.add_argument("--import-runs", type=int, default=7, help="fresh interpreters per import timing")
-    parser.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated subset of {VARIANTS}")
-    parser.add_argument("--json", metavar="PATH", help="also write the raw results as JSON")
-    parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
     args = parser.parse_args()
-
     if args.worker:
         worker(args.worker, args.calls)
         return
-
-    variants = [v for v in args.variants.split(",") if v]
-    unknown = set(variants) - set(VARIANTS)
-    if unknown:
-        parser.error(f"unknown variants: {sorted(unknown)}")
-    os.environ[TAG_VAR] = uuid.uuid4().hex  # inherited by the workers, passed on to their servers
-
+    variants = _workers.chosen_variants(parser, args, VARIANTS)
     started = datetime.datetime.now().astimezone()
-    load_before = os.getloadavg()
-    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+    load_before = os.getloadavg()[0]
     try:
-        for round_no in range(args.repeat):
-            order = variants[round_no % len(variants) :] + variants[: round_no % len(variants)]
-            for variant in order:
-                result = run_worker(variant, args.calls)
-                if result is not None:
-                    result["round"] = round_no
-                    runs[variant].append(result)
-                    print(
-                        f"  round {round_no + 1}/{args.repeat} {variant:<16} {result['calls_per_s']:8,.0f} calls/s"
-                        f"  {result['cpu_us_per_call']:5.0f} CPU µs/call  {result['rss_kib'] / 1024:5.1f} MiB"
-                        f"  ({result['era']})",
-                        file=sys.stderr,
-                    )
+        runs = _workers.run_rounds(__file__, variants, args, timeout=WORKER_TIMEOUT, cwd=ROOT, progress=progress)
         imports: dict[str, list[float]] = {label: [] for label in IMPORTS}
         for _ in range(args.import_runs):
             for label, statement in IMPORTS.items():  # interleaved
                 imports[label].append(import_time(statement))
     finally:
         leftovers = sweep()
-    load_after = os.getloadavg()
+    loads = [load_before, os.getloadavg()[0]]
 
-    medians = {v: statistics.median(r["calls_per_s"] for r in rs) for v, rs in runs.items() if rs}
-    print(
-        f"\n{started:%Y-%m-%d %H:%M %Z}; nproc {os.cpu_count()}; Python {platform.python_version()} "
-        f"({platform.machine()}, {platform.system()} {platform.release()}); "
-        f"--calls {args.calls} --repeat {args.repeat}, warm-up {WARMUP}; "
-        f"loadavg(1m) {load_before[0]:.2f} before, {load_after[0]:.2f} after\n"
-    )
+    medians = {v: median_of(rs, "calls_per_s") for v, rs in runs.items() if rs}
+    print(f"\n{_workers.run_header(started, args, WARMUP, loads)}\n")
     print(
         "| variant | era spoken | median calls/s | median µs/call (wall) | runs (calls/s) "
         "| client CPU µs/call (median) | client peak RSS (MiB) |"
@@ -366,8 +299,8 @@ def main() -> None:
         if not rs:
             print(f"| {variant} | failed | | | | | |")
             continue
-        rss = statistics.median(r["rss_kib"] for r in rs) / 1024
-        cpu = statistics.median(r["cpu_us_per_call"] for r in rs)
+        rss = median_of(rs, "rss_kib") / 1024
+        cpu = median_of(rs, "cpu_us_per_call")
         med = medians[variant]
         print(
             f"| {variant} | {rs[0]['era']} | {med:,.0f} | {1e6 / med:,.0f} | "
@@ -375,13 +308,17 @@ def main() -> None:
         )
     print("\n| ratio (calls/s) | of the medians | median of per-round ratios | target | verdict (of the medians) |")
     print("|---|---:|---:|---|---|")
-    print(ratio_row("mcp_sync / official", "mcp_sync", "official", medians, runs, 1.5))
-    print(ratio_row("mcp_sync / raw", "mcp_sync", "raw", medians, runs, 0.9))
-    print(ratio_row("raw / official (ceiling: a zero-cost client)", "raw", "official", medians, runs, None))
-    print(ratio_row("raw-thread / raw (the cost of a reader thread alone)", "raw-thread", "raw", medians, runs, None))
-    print(ratio_row("mcp_sync / raw-thread (mcp_sync's own work)", "mcp_sync", "raw-thread", medians, runs, None))
-    print(ratio_row("mcp_sync-legacy / official-legacy", "mcp_sync-legacy", "official-legacy", medians, runs, None))
-    print(ratio_row("mcp_sync-legacy / raw-legacy", "mcp_sync-legacy", "raw-legacy", medians, runs, None))
+    rows: list[tuple[str, str, str, Optional[tuple[str, float]]]] = [
+        ("mcp_sync / official", "mcp_sync", "official", (">=", 1.5)),
+        ("mcp_sync / raw", "mcp_sync", "raw", (">=", 0.9)),
+        ("raw / official (ceiling: a zero-cost client)", "raw", "official", None),
+        ("raw-thread / raw (the cost of a reader thread alone)", "raw-thread", "raw", None),
+        ("mcp_sync / raw-thread (mcp_sync's own work)", "mcp_sync", "raw-thread", None),
+        ("mcp_sync-legacy / official-legacy", "mcp_sync-legacy", "official-legacy", None),
+        ("mcp_sync-legacy / raw-legacy", "mcp_sync-legacy", "raw-legacy", None),
+    ]
+    for label, num, den, target in rows:
+        print(ratio_row(label, num, den, "calls_per_s", runs, target))
     print("\n| import (fresh interpreter) | statement | median ms | runs (ms) |")
     print("|---|---|---:|---|")
     for label, times in imports.items():
@@ -390,21 +327,10 @@ def main() -> None:
             f"{', '.join(f'{t * 1e3:.0f}' for t in times)} |"
         )
     print(f"\nServers left running at the end and killed by the sweep: {leftovers}")
-
     if args.json:
-        payload = {
-            "started": started.isoformat(),
-            "calls": args.calls,
-            "repeat": args.repeat,
-            "runs": runs,
-            "medians": medians,
-            "imports": imports,
-            "leftovers": leftovers,
-            "loadavg": [load_before, load_after],
-            "python": platform.python_version(),
-            "nproc": os.cpu_count(),
-        }
-        Path(args.json).write_text(json.dumps(payload, indent=2))
+        _workers.save_json(
+            args.json, started, args, runs=runs, medians=medians, imports=imports, leftovers=leftovers, loadavg=loads
+        )
 
 
 if __name__ == "__main__":

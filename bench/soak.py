@@ -29,7 +29,6 @@ import datetime
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 import uuid
@@ -39,6 +38,7 @@ from typing import Any, Optional
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _workers  # noqa: E402
 from bench_http import SERVER, TAG_VAR, start_server, stop_server, sweep  # noqa: E402
 
 TRANSPORTS = ("stdio", "http", "http-legacy")
@@ -102,19 +102,8 @@ def worker(transport: str, calls: int, every: int) -> None:
 
 
 def run_worker(transport: str, calls: int, every: int) -> Optional[dict[str, Any]]:
-    cmd = [sys.executable, __file__, "--worker", transport, "--calls", str(calls), "--every", str(every)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    try:
-        out, err = proc.communicate(timeout=WORKER_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        print(f"  {transport}: timed out", file=sys.stderr)
-        return None
-    if proc.returncode != 0 or not out.strip():
-        print(f"  {transport}: worker failed (exit {proc.returncode}):\n{err[-2000:]}", file=sys.stderr)
-        return None
-    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    extra = ["--every", str(every)]
+    return _workers.run_worker(__file__, transport, calls, timeout=WORKER_TIMEOUT, cwd=ROOT, extra=extra)
 
 
 def verdict(samples: list[dict[str, Any]], rss_slack: float) -> tuple[bool, str]:
