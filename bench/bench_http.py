@@ -9,7 +9,8 @@ MCPServer under uvicorn) and makes ``--calls`` ``call_tool("echo", {"text": "hi"
                          each answer on an SSE stream);
 * ``mcp_sync-t8``, ``mcp_sync-t32``, ``mcp_sync-legacy-t8``  one client shared by 8 / 32 threads,
                          ``--calls`` in all (each thread makes its share);
-* ``mcp_sync-io``, ``mcp_sync-io-t8``  the same client, sequential and 8 threads, calling
+* ``mcp_sync-io``, ``mcp_sync-io-t8`` (and ``mcp_sync-legacy-io``, ``-legacy-io-t8``)  the same
+                         client, sequential and 8 threads, calling
                          ``wait_echo`` (answers after 10 ms of idle waiting, as a tool calling
                          another service does): a server that serves calls in parallel without
                          needing a core per call, which the one-process ``echo`` server is not
@@ -83,6 +84,8 @@ VARIANTS = (
     "mcp_sync-legacy-t8",
     "mcp_sync-io",
     "mcp_sync-io-t8",
+    "mcp_sync-legacy-io",
+    "mcp_sync-legacy-io-t8",
     "official",
     "official-legacy",
     "session-post",
@@ -411,6 +414,8 @@ RUNNERS: dict[str, Callable[[str, int], Timing]] = {
     "mcp_sync-legacy-t8": lambda url, n: run_mcp_sync(url, "legacy", n, 8),
     "mcp_sync-io": lambda url, n: run_mcp_sync(url, "auto", n, 1, io=True),
     "mcp_sync-io-t8": lambda url, n: run_mcp_sync(url, "auto", n, 8, io=True),
+    "mcp_sync-legacy-io": lambda url, n: run_mcp_sync(url, "legacy", n, 1, io=True),
+    "mcp_sync-legacy-io-t8": lambda url, n: run_mcp_sync(url, "legacy", n, 8, io=True),
     "official": lambda url, n: run_official(url, "auto", n),
     "official-legacy": lambda url, n: run_official(url, "legacy", n),
     "session-post": lambda url, n: run_floor(url, "session-post", n),
@@ -488,6 +493,8 @@ def report(runs: dict[str, list[dict[str, Any]]], variants: list[str]) -> None:
         ("CPU/call: mcp_sync-legacy / adapter-legacy", "mcp_sync-legacy", "adapter-legacy", "cpu_us_per_call", None),
         ("calls/s: mcp_sync-io-t8 / mcp_sync-io (a server that serves in parallel)", "mcp_sync-io-t8",
          "mcp_sync-io", "calls_per_s", (">=", 2.0)),
+        ("calls/s: mcp_sync-legacy-io-t8 / mcp_sync-legacy-io", "mcp_sync-legacy-io-t8", "mcp_sync-legacy-io",
+         "calls_per_s", (">=", 2.0)),
         ("calls/s: mcp_sync-t8 / mcp_sync (a CPU-bound one-process server)", "mcp_sync-t8", "mcp_sync", "calls_per_s",
          None),
         ("calls/s: mcp_sync-t32 / mcp_sync", "mcp_sync-t32", "mcp_sync", "calls_per_s", None),
