@@ -46,7 +46,7 @@ class _Checked:
 
     def _check_peer(self, sock: Any) -> None:
         state = getattr(_current, "state", None)
-        if state is None or getattr(self, "proxy", None) is not None:
+        if state is None:
             return
         policy, url, step = state
         try:
@@ -88,7 +88,11 @@ class _CheckedHTTPSPool(HTTPSConnectionPool):
 
 
 class PeerCheckingAdapter(HTTPAdapter):
-    """An HTTPAdapter whose connections are checked against the policy of :class:`guarding`."""
+    """An HTTPAdapter whose direct connections are checked against the policy of :func:`guarding`.
+
+    Requests through a proxy go through requests' proxy managers, which use urllib3's own
+    connection classes: they are not checked here (the peer would be the proxy).
+    """
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)

@@ -313,3 +313,48 @@ def test_dns_rebinding_is_refused_on_the_connected_address(monkeypatch: pytest.M
     assert "connection to 127.0.0.1" in message and "loopback" in message and "SSRF guard" in message, message
     assert caught.value.step == "discovery" and lookups == ["rebind.example"]
     assert received == [b""]  # connected, then closed: not even a TLS hello was sent
+
+
+def test_through_a_proxy_the_name_check_alone_applies(no_leaks: None) -> None:
+    """Through a proxy the connected address is the proxy's (here loopback), which says nothing about
+    the target: the request goes to the proxy instead of being refused as a loopback connection."""
+    import threading
+
+    from mcp_sync._oauth_flow import Http
+
+    proxy = socket.socket()
+    proxy.bind(("127.0.0.1", 0))
+    proxy.listen(4)
+    proxy.settimeout(5)
+    first_lines: list[bytes] = []
+
+    def serve() -> None:
+        try:
+            conn, _ = proxy.accept()
+        except OSError:
+            return
+        with conn:
+            conn.settimeout(2)
+            try:
+                first_lines.append(conn.recv(4096).split(b"\r\n")[0])
+                conn.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+
+    def resolve(host: str, port: Any, *args: Any) -> list[Any]:
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.216.34", port))]
+
+    http = Http(3, UrlPolicy("https://mcp.example.com/mcp", resolve=resolve))
+    http.session.proxies = {"https": f"http://127.0.0.1:{proxy.getsockname()[1]}"}
+    try:
+        with pytest.raises(mcp_sync.AuthorizationError) as caught:
+            http.get_json("https://auth.example.com/.well-known/oauth-authorization-server")
+    finally:
+        http.close()
+        thread.join(5)
+        proxy.close()
+    assert [line.rsplit(b" ", 1)[0] for line in first_lines] == [b"CONNECT auth.example.com:443"]
+    assert "SSRF" not in str(caught.value) and "Tunnel" in str(caught.value), caught.value
