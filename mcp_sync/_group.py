@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+import re
 import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Union
@@ -19,7 +20,7 @@ from ._llm_formats import LLMFormatsMixin, shortened_name
 from ._sentinels import USE_CLIENT_DEFAULT
 from ._threads import run_concurrently
 from .exceptions import CapabilityError, ClientStateError, MCPError, ServerError
-from .models import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
+from .models import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool
 
 if TYPE_CHECKING:
     from ._engine import ProgressCallback
@@ -90,6 +91,25 @@ class _Names:
             hash_len += 4
         self.to_key[candidate], self.to_name[key] = key, candidate
         return candidate
+
+
+def template_fits(template: str, uri: str) -> bool:
+    """Whether ``uri`` could come from the URI template ``template`` (RFC 6570), loosely: each
+    ``{...}`` expression stands for any text (within one path segment for a simple ``{name}``).
+    Used only to choose which server to ask first.
+
+    Example: ``template_fits("test://items/{id}", "test://items/7") is True``
+    """
+    pattern, position = "", 0
+    for match in _EXPRESSION.finditer(template):
+        pattern += re.escape(template[position : match.start()])
+        pattern += "[^/?#]*" if match.group(1)[:1].isalnum() or match.group(1)[:1] == "_" else ".*"
+        position = match.end()
+    pattern += re.escape(template[position:])
+    return re.fullmatch(pattern, uri, re.DOTALL) is not None
+
+
+_EXPRESSION = re.compile(r"\{([^{}]*)\}")
 
 
 class ClientGroup(LLMFormatsMixin):
@@ -189,7 +209,9 @@ class ClientGroup(LLMFormatsMixin):
         self._state = "new"
         self._names = {"tool": _Names(), "prompt": _Names()}
         # kind -> server -> name/uri -> item, from each server's last complete listing
-        self._seen: dict[str, dict[str, dict[str, Any]]] = {"tool": {}, "prompt": {}, "resource": {}}
+        self._seen: dict[str, dict[str, dict[str, Any]]] = {
+            "tool": {}, "prompt": {}, "resource": {}, "resource_template": {}
+        }  # fmt: skip
         self._origins: OrderedDict[int, tuple[Any, str]] = OrderedDict()
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -283,13 +305,16 @@ class ClientGroup(LLMFormatsMixin):
     def _walk(self, kind: str, prefix: bool, options: Mapping[str, Any]) -> Iterator[Any]:
         for server, client in self._open_clients().items():
             listed: dict[str, Any] = {}
-            lister = {"tool": client.tools, "prompt": client.prompts, "resource": client.resources}[kind]
+            lister = {
+                "tool": client.tools, "prompt": client.prompts, "resource": client.resources,
+                "resource_template": client.resource_templates,
+            }[kind]  # fmt: skip
             items: Iterator[Any] = lister(**options)
             try:
                 for item in items:
-                    key = item.uri if kind == "resource" else item.name
-                    listed[key] = item
-                    if prefix and kind != "resource":
+                    key = {"resource": "uri", "resource_template": "uri_template"}.get(kind, "name")
+                    listed[getattr(item, key)] = item
+                    if prefix and kind in ("tool", "prompt"):
                         with self._lock:
                             name = self._names[kind].prefixed(server, item.name)
                         item = attrs.evolve(item, name=name)
@@ -371,7 +396,28 @@ class ClientGroup(LLMFormatsMixin):
         options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
         return self._walk("resource", False, options)
 
-    def server_of(self, item: Tool | Prompt | Resource | str) -> str:
+    def resource_templates(
+        self,
+        *,
+        cache: str | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> Iterator[ResourceTemplate]:
+        """Every server's resource templates, lazily (the options as for :meth:`tools`).
+
+        :meth:`read_resource` then asks first the servers whose listed templates fit an
+        unlisted URI.
+
+        Example: ``templates = {t.uri_template: group.server_of(t) for t in group.resource_templates()}``
+        """
+        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        return self._walk("resource_template", False, options)
+
+    def server_of(self, item: Tool | Prompt | Resource | ResourceTemplate | str) -> str:
         """The name of the server a tool, prompt or resource this group listed comes from.
 
         Takes the object itself or a name (a prefixed name, or a plain one only
@@ -388,6 +434,8 @@ class ClientGroup(LLMFormatsMixin):
                 return origin[1]
         if isinstance(item, Resource):
             return self._route("resource", item.uri, None)[0]
+        if isinstance(item, ResourceTemplate):
+            return self._route("resource_template", item.uri_template, None)[0]
         kind = "prompt" if isinstance(item, Prompt) else "tool"
         return self._route(kind, item if isinstance(item, str) else item.name, None)[0]
 
@@ -549,8 +597,15 @@ class ClientGroup(LLMFormatsMixin):
         return self._client(server, uri).read_resource(uri, **options)
 
     def _read_from_any(self, uri: str, options: Mapping[str, Any]) -> ReadResourceResult:
+        clients = self._open_clients()
+        with self._lock:
+            fitting = {
+                server
+                for server, templates in self._seen["resource_template"].items()
+                if any(template_fits(template, uri) for template in templates)
+            }
         last: MCPError | None = None
-        for client in self._open_clients().values():
+        for _, client in sorted(clients.items(), key=lambda entry: entry[0] not in fitting):  # fitting first
             try:
                 return client.read_resource(uri, **options)
             except (CapabilityError, ServerError) as exc:

@@ -99,23 +99,39 @@ class UrlPolicy:
         parts = urlsplit(server_url)
         self.server_kinds = host_kinds(parts.hostname or "", _port(parts), resolve)
 
+    def guards(self, url: str) -> bool:
+        """Whether requests to ``url`` are checked at all (not to the MCP server's own origin)."""
+        return origin_of(url) != self.server_origin
+
     def check(self, url: str, step: str) -> str:
-        """``url`` if the flow may request it; AuthorizationError (naming the step) if not."""
-        if origin_of(url) == self.server_origin:
+        """``url`` if the flow may request it; AuthorizationError (naming the step) if not.
+
+        This looks the name up; a name that resolves differently a moment later (DNS
+        rebinding) is caught when connecting: see :meth:`check_address`.
+        """
+        if not self.guards(url):
             return url
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise failure(step, url, "refusing a URL that is not http(s)")
-        kinds = host_kinds(parts.hostname, _port(parts), self._resolve)
+        self._judge(url, parts.scheme, host_kinds(parts.hostname, _port(parts), self._resolve), step, "a URL")
+        return url
+
+    def check_address(self, url: str, address: str, step: str) -> None:
+        """AuthorizationError unless the flow may talk to ``address``, the IP a request to ``url``
+        actually connected to (checked on the connected socket, before anything is sent)."""
+        if self.guards(url):
+            self._judge(url, urlsplit(url).scheme, {address_kind(address)}, step, f"a connection to {address}")
+
+    def _judge(self, url: str, scheme: str, kinds: set[str], step: str, what: str) -> None:
         loopback_server = self.server_kinds == {LOOPBACK}
-        if parts.scheme == "http" and not (kinds == {LOOPBACK} and loopback_server):
-            raise failure(step, url, "refusing a plain-HTTP URL (HTTPS only, except loopback for a loopback server)")
+        if scheme == "http" and not (kinds == {LOOPBACK} and loopback_server):
+            detail = "plain-HTTP: HTTPS only, except loopback for a loopback server"
+            raise failure(step, url, f"refusing {what} ({detail})")
         for kind in kinds - {PUBLIC}:
             if kind == FORBIDDEN or kind not in self.server_kinds:
-                raise failure(
-                    step, url, f"refusing a URL on a {kind} address: the MCP server is not on one (SSRF guard)"
-                )
-        return url
+                detail = f"on a {kind} address: the MCP server is not on one (SSRF guard)"
+                raise failure(step, url, f"refusing {what} {detail}")
 
 
 def _port(parts: Any) -> int:
@@ -144,6 +160,11 @@ class Http:
         self.policy = policy
         self.session = requests.Session()
         self.session.headers["Accept"] = "application/json"
+        if policy is not None:  # the address each connection reaches is checked too (DNS rebinding)
+            from ._peer_guard import PeerCheckingAdapter
+
+            for prefix in ("http://", "https://"):
+                self.session.mount(prefix, PeerCheckingAdapter())
 
     def request(
         self, method: str, url: str, step: str, *, guarded: bool = True, **kwargs: Any
@@ -154,8 +175,13 @@ class Http:
         """
         for _ in range(MAX_REDIRECTS + 1):
             if guarded and self.policy is not None:
+                from ._peer_guard import guarding  # loaded with requests, when HTTP is first used
+
                 self.policy.check(url, step)
-            status, headers, parsed = self._once(method, url, step, **kwargs)
+                with guarding(self.policy, url, step):
+                    status, headers, parsed = self._once(method, url, step, **kwargs)
+            else:
+                status, headers, parsed = self._once(method, url, step, **kwargs)
             location = headers.get("Location")
             if method != "GET" or status not in (301, 302, 303, 307, 308) or not location:
                 return status, headers, parsed

@@ -18,7 +18,8 @@ authorization server issuer (A3, A10) in a pluggable :class:`TokenStore`.
 
 Tokens are refreshed shortly before they expire (:data:`REFRESH_MARGIN`), by
 one thread for all; URLs a server advertises are fetched only where
-:class:`~mcp_sync._oauth_flow.UrlPolicy` allows (SSRF guards). Private-key
+:class:`~mcp_sync._oauth_flow.UrlPolicy` allows (SSRF guards, checked on the name
+and again on the address each connection reaches). Private-key
 client authentication and cross-app access sign or carry JWTs; their crypto is
 the optional ``jwt`` extra (``pip install 'mcp-sync[jwt]'``).
 

@@ -252,3 +252,109 @@ def test_address_kinds() -> None:
     assert [address_kind(a) for a in ("169.254.169.254", "fe80::1", "::ffff:169.254.1.1")] == ["link-local"] * 3
     assert [address_kind(a) for a in ("0.0.0.0", "224.0.0.1", "::")] == ["forbidden"] * 3
     assert [address_kind(a) for a in ("93.184.216.34", "2606:4700::1111")] == ["public", "public"]
+
+
+def test_dns_rebinding_is_refused_on_the_connected_address(monkeypatch: pytest.MonkeyPatch, no_leaks: None) -> None:
+    """A name that is public when the policy looks it up and loopback when the connection looks it
+    up again (DNS rebinding): the connected address is checked, and refused before a byte is sent."""
+    from mcp_sync._oauth_flow import Http
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    listener.settimeout(5)
+    port = listener.getsockname()[1]
+    received: list[bytes] = []
+
+    def accept() -> None:
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return
+        with conn:
+            conn.settimeout(2)
+            chunks = []
+            try:
+                while chunk := conn.recv(4096):
+                    chunks.append(chunk)
+            except OSError:
+                pass
+            received.append(b"".join(chunks))
+
+    import threading
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    public = {"mcp.example.com": "93.184.216.34", "rebind.example": "93.184.216.40"}
+
+    def resolve_for_policy(host: str, port: Any, *args: Any) -> list[Any]:
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (public[host], port))]
+
+    real_getaddrinfo = socket.getaddrinfo
+    lookups: list[str] = []
+
+    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> list[Any]:
+        if host == "rebind.example":  # the connection's own lookup: now it says loopback
+            lookups.append(host)
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+        return real_getaddrinfo(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    http = Http(3, UrlPolicy("https://mcp.example.com/mcp", resolve=resolve_for_policy))
+    url = f"https://rebind.example:{port}/.well-known/oauth-authorization-server"
+    try:
+        with pytest.raises(mcp_sync.AuthorizationError) as caught:
+            http.get_json(url)
+    finally:
+        http.close()
+        thread.join(5)
+        listener.close()
+    message = str(caught.value)
+    assert "connection to 127.0.0.1" in message and "loopback" in message and "SSRF guard" in message, message
+    assert caught.value.step == "discovery" and lookups == ["rebind.example"]
+    assert received == [b""]  # connected, then closed: not even a TLS hello was sent
+
+
+def test_through_a_proxy_the_name_check_alone_applies(no_leaks: None) -> None:
+    """Through a proxy the connected address is the proxy's (here loopback), which says nothing about
+    the target: the request goes to the proxy instead of being refused as a loopback connection."""
+    import threading
+
+    from mcp_sync._oauth_flow import Http
+
+    proxy = socket.socket()
+    proxy.bind(("127.0.0.1", 0))
+    proxy.listen(4)
+    proxy.settimeout(5)
+    first_lines: list[bytes] = []
+
+    def serve() -> None:
+        try:
+            conn, _ = proxy.accept()
+        except OSError:
+            return
+        with conn:
+            conn.settimeout(2)
+            try:
+                first_lines.append(conn.recv(4096).split(b"\r\n")[0])
+                conn.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+
+    def resolve(host: str, port: Any, *args: Any) -> list[Any]:
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.216.34", port))]
+
+    http = Http(3, UrlPolicy("https://mcp.example.com/mcp", resolve=resolve))
+    http.session.proxies = {"https": f"http://127.0.0.1:{proxy.getsockname()[1]}"}
+    try:
+        with pytest.raises(mcp_sync.AuthorizationError) as caught:
+            http.get_json("https://auth.example.com/.well-known/oauth-authorization-server")
+    finally:
+        http.close()
+        thread.join(5)
+        proxy.close()
+    assert [line.rsplit(b" ", 1)[0] for line in first_lines] == [b"CONNECT auth.example.com:443"]
+    assert "SSRF" not in str(caught.value) and "Tunnel" in str(caught.value), caught.value

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mcp_sync
-from mcp_sync._group import _Names
+from mcp_sync._group import _Names, template_fits
 
 from conftest import FAULT_SERVER, PY, ROOT
 
@@ -112,12 +112,45 @@ def test_resources_and_prompts_route_like_tools(group: mcp_sync.ClientGroup) -> 
     assert group.read_resource("demo://readme").text == "Hello from demo-server."
     assert group.read_resource("test://static").text == "static content"
     assert group.read_resource("test://items/7").text == "item 7"  # from a template: asked in turn
+    templates = {t.uri_template: group.server_of(t) for t in group.resource_templates()}
+    assert templates["test://items/{id}"] == "sdk" and "everything" in templates.values()
+    asked: list[str] = []
+    for server, client in group.clients.items():  # which servers a templated read goes to, in order
+        real = client.read_resource
+
+        def read(uri: str, *, _server: str = server, _real: Any = real, **options: Any) -> Any:
+            asked.append(_server)
+            return _real(uri, **options)
+
+        client.read_resource = read  # type: ignore[method-assign]
+    try:
+        assert group.read_resource("test://items/8").text == "item 8"
+    finally:
+        for client in group.clients.values():
+            del client.read_resource  # type: ignore[attr-defined]
+    assert asked == ["sdk"]  # the server whose template fits is asked first, and only it
     with pytest.raises(mcp_sync.ResourceNotFound):
         group.read_resource("nowhere://at/all")
     prompts = {p.name: group.server_of(p) for p in group.prompts()}
     assert prompts["haiku"] == "demo" and prompts["greet"] == "sdk"
     assert "sea" in group.get_prompt("haiku", {"topic": "sea"}).messages[0].content.text
     assert "Ada" in group.get_prompt("sdk__greet", {"name": "Ada"}).messages[0].content.text
+
+
+@pytest.mark.parametrize(
+    ("template", "uri", "fits"),
+    [
+        ("test://items/{id}", "test://items/7", True),
+        ("test://items/{id}", "test://items/7/more", False),
+        ("test://items/{id}", "test://other/7", False),
+        ("file:///{+path}", "file:///a/b/c.txt", True),
+        ("demo://r/{a}/{b}{?q}", "demo://r/x/y?q=1", True),
+        ("exact://x", "exact://x", True),
+        ("a.b://{x}", "aXb://1", False),  # literal text is literal, dots included
+    ],
+)
+def test_template_fits(template: str, uri: str, fits: bool) -> None:
+    assert template_fits(template, uri) is fits
 
 
 def test_concurrent_calls_from_many_threads(group: mcp_sync.ClientGroup) -> None:
