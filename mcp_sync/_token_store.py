@@ -8,6 +8,7 @@ import os
 import stat
 import tempfile
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -30,7 +31,10 @@ class FileTokenStore:
     or others may write to is refused (they could swap the file). One lock
     serializes the threads of this process (``threading.Lock``) and, through
     ``fcntl.flock`` on ``<path>.lock``, every process using the same path (on
-    POSIX; on Windows only the threads). Tokens never appear in ``repr`` or logs.
+    POSIX; on Windows only the threads). Waiting for the lock is bounded by
+    ``lock_timeout`` seconds: a process that hangs (or is stopped) while holding
+    it makes the others raise ``TimeoutError`` naming the lock file, instead of
+    waiting for ever. Tokens never appear in ``repr`` or logs.
 
     Example::
 
@@ -38,8 +42,11 @@ class FileTokenStore:
         auth = mcp_sync.OAuth(token_store=store, on_authorize=mcp_sync.auth.browser_authorize)
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, lock_timeout: float = 30.0) -> None:
+        if isinstance(lock_timeout, bool) or not isinstance(lock_timeout, (int, float)) or not lock_timeout > 0:
+            raise ValueError(f"lock_timeout must be a positive number of seconds, not {lock_timeout!r}")
         self.path = Path(path).expanduser().absolute()
+        self.lock_timeout = float(lock_timeout)
         self._lock = threading.Lock()
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._check_directory()
@@ -57,16 +64,38 @@ class FileTokenStore:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
-        with self._lock:
+        deadline = time.monotonic() + self.lock_timeout
+        if not self._lock.acquire(timeout=self.lock_timeout):
+            raise TimeoutError(f"{self.path}: another thread held the token store for over {self.lock_timeout} s")
+        try:
             if fcntl is None:
                 yield
                 return
             fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                self._flock(fd, deadline)
                 yield
             finally:
                 os.close(fd)  # closing releases the flock
+        finally:
+            self._lock.release()
+
+    def _flock(self, fd: int, deadline: float) -> None:
+        """Take the lock file's lock, polling (flock itself cannot wait with a bound) until ``deadline``."""
+        pause = 0.002
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(
+                        f"{self.path}.lock is held by another process for over {self.lock_timeout} s "
+                        "(a hung or stopped program using the same token store?)"
+                    ) from None
+                time.sleep(min(pause, remaining))
+                pause = min(pause * 2, 0.05)
 
     def _read(self) -> dict[str, Any]:
         try:

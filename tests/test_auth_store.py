@@ -189,3 +189,40 @@ def test_tokens_survive_a_restart_and_never_show(
     assert token.startswith("at-")
     for secret in (token, saved["tokens"][world.rs.url]["refresh_token"]):
         assert secret not in caplog.text and secret not in shown
+
+
+def test_a_hung_lock_holder_is_waited_for_with_a_bound(tmp_path: Path) -> None:
+    """Another process holds the lock file and never lets go (hung, or stopped): a load or save gives
+    up after lock_timeout with a TimeoutError naming the lock, and works again once the holder is gone."""
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "tokens.json"
+    FileTokenStore(path).save("https://as", state(1))
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import fcntl, os, sys, time\n"
+         f"fd = os.open({str(path) + '.lock'!r}, os.O_RDWR | os.O_CREAT, 0o600)\n"
+         "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(60)\n"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        store = FileTokenStore(path, lock_timeout=0.5)
+        started = time.monotonic()
+        with pytest.raises(TimeoutError, match=r"tokens\.json\.lock is held by another process"):
+            store.load("https://as")
+        assert 0.45 < time.monotonic() - started < 3
+        with pytest.raises(TimeoutError):
+            store.save("https://as", state(2))
+    finally:
+        holder.kill()
+        holder.wait(10)
+        if holder.stdout is not None:
+            holder.stdout.close()
+    assert store.load("https://as") == state(1)  # the failed save changed nothing; the lock is free again
+    store.save("https://as", state(2))
+    assert store.load("https://as") == state(2)
+    with pytest.raises(ValueError, match="lock_timeout"):
+        FileTokenStore(path, lock_timeout=0)
