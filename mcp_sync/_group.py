@@ -303,6 +303,7 @@ class ClientGroup(LLMFormatsMixin):
     # -- listing --------------------------------------------------------------------------------
 
     def _walk(self, kind: str, prefix: bool, options: Mapping[str, Any]) -> Iterator[Any]:
+        key = {"resource": "uri", "resource_template": "uri_template"}.get(kind, "name")  # what names an item
         for server, client in self._open_clients().items():
             listed: dict[str, Any] = {}
             lister = {
@@ -312,7 +313,6 @@ class ClientGroup(LLMFormatsMixin):
             items: Iterator[Any] = lister(**options)
             try:
                 for item in items:
-                    key = {"resource": "uri", "resource_template": "uri_template"}.get(kind, "name")
                     listed[getattr(item, key)] = item
                     if prefix and kind in ("tool", "prompt"):
                         with self._lock:

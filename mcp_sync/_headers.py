@@ -8,7 +8,7 @@ one definition.
 Example::
 
     >>> schema = {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}
-    >>> param_headers(schema, {"region": "us-west1"})
+    >>> param_headers(header_fields(schema), {"region": "us-west1"})
     {'Mcp-Param-Region': 'us-west1'}
     >>> encode_header_value("Hello, 世界")
     '=?base64?SGVsbG8sIOS4lueVjA==?='
@@ -136,17 +136,13 @@ def header_fields(input_schema: Mapping[str, Any]) -> tuple[HeaderField, ...]:
     )
 
 
-def param_headers(
-    input_schema: Mapping[str, Any] | tuple[HeaderField, ...], arguments: Mapping[str, Any]
-) -> dict[str, str]:
+def param_headers(fields: tuple[HeaderField, ...], arguments: Mapping[str, Any]) -> dict[str, str]:
     """The ``Mcp-Param-{Name}`` headers for a ``tools/call``, values encoded by :func:`encode_header_value`.
 
-    ``input_schema`` is the tool's schema, or its :func:`header_fields`. A value
-    that is absent or null omits its header; strings go as is, integers in
-    decimal, booleans as ``true``/``false``. Raises ValueError for an integer
-    outside +-(2**53 - 1).
+    ``fields`` are the tool's :func:`header_fields`. A value that is absent or
+    null omits its header; strings go as is, integers in decimal, booleans as
+    ``true``/``false``. Raises ValueError for an integer outside +-(2**53 - 1).
     """
-    fields = input_schema if isinstance(input_schema, tuple) else header_fields(input_schema)
     headers: dict[str, str] = {}
     for path, name, declared in fields:
         value: Any = arguments

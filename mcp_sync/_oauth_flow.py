@@ -8,13 +8,14 @@ authorization server metadata discovery (A2), PKCE (A4), the redirect checks
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import ipaddress
 import json
 import re
 import secrets
 import socket
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, ContextManager, Mapping
 from urllib.parse import parse_qs, quote, urlencode, urljoin, urlsplit, urlunsplit
 
 from .exceptions import AuthorizationError
@@ -174,13 +175,13 @@ class Http:
         ``guarded=False`` skips the policy for a URL the user configured (not one a server advertised).
         """
         for _ in range(MAX_REDIRECTS + 1):
+            guard: ContextManager[None] = contextlib.nullcontext()
             if guarded and self.policy is not None:
                 from ._peer_guard import guarding  # loaded with requests, when HTTP is first used
 
                 self.policy.check(url, step)
-                with guarding(self.policy, url, step):
-                    status, headers, parsed = self._once(method, url, step, **kwargs)
-            else:
+                guard = guarding(self.policy, url, step)
+            with guard:
                 status, headers, parsed = self._once(method, url, step, **kwargs)
             location = headers.get("Location")
             if method != "GET" or status not in (301, 302, 303, 307, 308) or not location:
