@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING
 
 from ._client import USE_CLIENT_DEFAULT, Client, ClientState
 from ._connect import connect
-from ._handlers import apply_defaults
-from ._lifecycle import LEGACY_VERSIONS, MODERN_VERSIONS
 from ._llm_formats import to_anthropic_tools, to_gemini_tools, to_openai_tools
+from ._protocol.handlers import apply_defaults
+from ._protocol.lifecycle import LEGACY_VERSIONS, MODERN_VERSIONS
+from ._protocol.subscriptions import Subscription
+from ._protocol.tasks import Task
 from ._schemas import InvalidArguments
-from ._subscriptions import Subscription
-from ._tasks import Task
 from ._version import __version__
 from .cancellation import CancellationToken
 from .exceptions import (

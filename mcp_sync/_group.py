@@ -15,8 +15,8 @@ import attrs
 from ._client import Client
 from ._config import load_config
 from ._connect import NOT_GIVEN, _client_for, given_options, is_whole_config
-from ._listing import _call_options
 from ._llm_formats import LLMFormatsMixin, shortened_name
+from ._options import call_options
 from ._sentinels import USE_CLIENT_DEFAULT
 from ._threads import run_concurrently
 from .exceptions import CapabilityError, ClientStateError, MCPError, ServerError
@@ -24,7 +24,7 @@ from .models import CallToolResult, GetPromptResult, Prompt, ReadResourceResult,
 
 if TYPE_CHECKING:
     from ._engine import ProgressCallback
-    from ._handlers import Roots
+    from ._protocol.handlers import Roots
     from ._values import Timeout
     from .cancellation import CancellationToken
 
@@ -626,3 +626,23 @@ class ClientGroup(LLMFormatsMixin):
 #: the option names a per-server ``options=`` entry may use: the group's own keyword options
 _CLIENT_OPTIONS = frozenset(inspect.signature(ClientGroup.__init__).parameters) - {
     "self", "servers", "strict", "options"}
+
+
+def _call_options(
+    cache: str | None,
+    timeout: Timeout,
+    cancel: CancellationToken | None,
+    progress: ProgressCallback | None,
+    meta: Mapping[str, Any] | None,
+    reset_timeout_on_progress: bool,
+    max_total_timeout: float | None,
+) -> dict[str, Any]:
+    """One listing call's options as keywords for each member, checked at once (the walks are lazy)."""
+    call_options(
+        "listing", cache=cache, timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+        reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
+    )
+    return {
+        "cache": cache, "timeout": timeout, "cancel": cancel, "progress": progress, "meta": meta,
+        "reset_timeout_on_progress": reset_timeout_on_progress, "max_total_timeout": max_total_timeout,
+    }

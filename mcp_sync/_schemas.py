@@ -22,14 +22,11 @@ import json
 import logging
 import threading
 import warnings
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Union
+from typing import Any, Callable, Iterable, Mapping, Union
 
 from ._schema_subset import compile_subset
 from .exceptions import MCPError, ProtocolError
 from .models import CallToolResult, Tool
-
-if TYPE_CHECKING:
-    from ._client import Client
 
 log = logging.getLogger("mcp_sync")
 
@@ -227,7 +224,7 @@ class ToolSchemas:
             tool = self._tools.get(name)
             return tool, tool is not None or name in self._listed_for
 
-    def _tool(self, client: Client, name: str) -> Tool | None:
+    def _tool(self, list_tools: Callable[[], Iterable[Tool]], name: str) -> Tool | None:
         tool, settled = self._known(name)
         if settled:
             return tool
@@ -238,7 +235,7 @@ class ToolSchemas:
             if settled:
                 return tool
             try:
-                for listed in client.tools():  # remember() sees every page
+                for listed in list_tools():  # remember() sees every page
                     if listed.name == name:
                         break
             except MCPError as exc:
@@ -252,12 +249,13 @@ class ToolSchemas:
                 return tool
 
     def check_arguments(
-        self, client: Client, name: str, tool: Tool | None, arguments: Mapping[str, Any], validate: bool | None
+        self, list_tools: Callable[[], Iterable[Tool]], name: str, tool: Tool | None, arguments: Mapping[str, Any],
+        validate: bool | None,
     ) -> None:
         """Raise :class:`InvalidArguments` when asked to check and the arguments do not match."""
         if not (self.validate_input if validate is None else validate):
             return
-        tool = tool or self._tool(client, name)
+        tool = tool or self._tool(list_tools, name)
         if tool is None:
             log.debug("mcp_sync: arguments of %r not checked: the server did not list that tool", name)
             return
@@ -271,7 +269,9 @@ class ToolSchemas:
                 method="tools/call",
             )
 
-    def check_result(self, client: Client, name: str, tool: Tool | None, result: CallToolResult) -> None:
+    def check_result(
+        self, list_tools: Callable[[], Iterable[Tool]], name: str, tool: Tool | None, result: CallToolResult
+    ) -> None:
         """Warn about, or raise :class:`ProtocolError` for, a result that breaks the tool's outputSchema."""
         mode = self.validate_output
         if mode is False or result.is_error:
@@ -283,7 +283,7 @@ class ToolSchemas:
                 tool = self._tools.get(name)
             if tool is None:
                 return
-        tool = tool or self._tool(client, name)
+        tool = tool or self._tool(list_tools, name)
         if tool is None or tool.output_schema is None:
             return
         if result.structured_content is None:

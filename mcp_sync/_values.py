@@ -91,6 +91,27 @@ def _check_text(text: str, label: str, path: str) -> None:
         ) from None
 
 
+def check_tool_call(label: str, name: Any, arguments: Any) -> dict[str, Any]:
+    """A tool call's name and arguments, checked before sending; returns the arguments as a dict.
+
+    Example: ``check_tool_call("call_tool", "add", {"a": 1})`` -> ``{"a": 1}``; a name that is
+    not a string or arguments that are not a dict raise TypeError, NaN a ValueError.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"{label}: the tool name must be a string, not {type(name).__name__}")
+    check_json(name, f"{label}: the tool name")
+    if arguments is None:
+        return {}
+    if not isinstance(arguments, Mapping):
+        raise TypeError(
+            f"{label}({name!r}): arguments must be a dict of argument names to values, "
+            f"not {type(arguments).__name__}"
+        )
+    args = dict(arguments)
+    check_json(args, f"{label}({name!r}): argument")
+    return args
+
+
 def copy_json(value: Any) -> Any:
     """A deep copy of a parsed JSON value (dicts, lists, scalars), at any depth.
 

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import pytest
 
 import mcp_sync
-from mcp_sync._cache import ResultCache, params_key
+from mcp_sync._protocol.cache import ResultCache, params_key
 
 from conftest import PY, fault_args
 

@@ -247,7 +247,7 @@ def test_everything_url_elicitation(everything_js: Path) -> None:
 
 def test_url_mode_refused_when_not_declared() -> None:
     """LG11: a URL request to a form-only handler is answered with -32602, not guessed."""
-    from mcp_sync._handlers import Handlers
+    from mcp_sync._protocol.handlers import Handlers
 
     handlers = Handlers(on_elicitation=accept_name)
     assert handlers.capabilities("modern") == {"elicitation": {"form": {}}}
@@ -258,7 +258,7 @@ def test_url_mode_refused_when_not_declared() -> None:
 
 def test_tool_enabled_sampling_needs_opt_in() -> None:
     """M1: tools in a sampling request are refused (-32602) unless sampling_tools=True."""
-    from mcp_sync._handlers import Handlers
+    from mcp_sync._protocol.handlers import Handlers
 
     def sample(params: dict) -> dict:
         return {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"}

@@ -105,7 +105,7 @@ def test_client_hosted_tasks_against_everything(everything_js: Path, no_leaks: N
 
 
 def test_hosted_tasks_unit() -> None:
-    from mcp_sync._hosted_tasks import HostedTasks
+    from mcp_sync._protocol.hosted_tasks import HostedTasks
 
     hosted = HostedTasks("test")
     release = threading.Event()

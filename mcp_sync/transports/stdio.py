@@ -27,7 +27,7 @@ import threading
 import time
 from typing import IO, Any, Callable, Mapping, Sequence, Union
 
-from .._resources import name_from_command
+from .._names import name_from_command
 from .._threads import join_quietly, spawn
 from ..exceptions import ConnectionClosed, ProtocolError, RequestTimeout
 from ._pipes import CAN_POLL, describe_exit, make_nonblocking, read_lines, top_level_id, write_until

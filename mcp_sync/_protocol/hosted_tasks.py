@@ -15,8 +15,8 @@ import threading
 import uuid
 from typing import Any, Callable
 
-from ._threads import Workers
-from .exceptions import INTERNAL_ERROR, INVALID_PARAMS, ServerRequestError
+from .._threads import Workers
+from ..exceptions import INTERNAL_ERROR, INVALID_PARAMS, ServerRequestError
 
 TASK_METHODS = ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel")
 _TERMINAL = ("completed", "failed", "cancelled")

@@ -14,8 +14,8 @@ from typing import Any, Callable, Iterator, Mapping, Sequence, Union
 
 import attrs
 
-from ._values import check_json
-from .exceptions import INVALID_PARAMS, METHOD_NOT_FOUND, HandlerError, MCPError, ServerRequestError
+from .._values import check_json
+from ..exceptions import INVALID_PARAMS, METHOD_NOT_FOUND, HandlerError, MCPError, ServerRequestError
 
 ElicitationHandler = Callable[[dict], dict]
 SamplingHandler = Callable[[dict], dict]

@@ -36,10 +36,10 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from ._engine import Engine
-from ._threads import spawn
-from .cancellation import CancellationToken
-from .exceptions import (
+from .._engine import Engine
+from .._threads import spawn
+from ..cancellation import CancellationToken
+from ..exceptions import (
     ConnectionClosed,
     MCPError,
     ProtocolError,
@@ -47,7 +47,7 @@ from .exceptions import (
     ServerError,
     UnsupportedProtocolVersionError,
 )
-from .models import DiscoverResult, InitializeResult
+from ..models import DiscoverResult, InitializeResult
 
 log = logging.getLogger("mcp_sync")
 

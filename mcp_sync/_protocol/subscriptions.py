@@ -45,14 +45,14 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from ._engine import SUBSCRIPTION_ID, Engine
-from ._threads import Workers, join_quietly, spawn
-from .cancellation import CancellationToken
-from .exceptions import Cancelled, CapabilityError, ClientStateError, ConnectionClosed, MCPError, RequestTimeout
+from .._engine import SUBSCRIPTION_ID, Engine
+from .._threads import Workers, join_quietly, spawn
+from ..cancellation import CancellationToken
+from ..exceptions import Cancelled, CapabilityError, ClientStateError, ConnectionClosed, MCPError, RequestTimeout
 
 if TYPE_CHECKING:
-    from ._client import Client
-    from ._lifecycle import Negotiated
+    from .lifecycle import Negotiated
+    from .session import Session
 
 log = logging.getLogger("mcp_sync")
 
@@ -253,7 +253,7 @@ class Subscription:
         retries = 0
         while True:
             acks_before = self._acks
-            params = self._registry.client._lifecycle.params(negotiated, {"notifications": self.requested}, None)
+            params = self._registry.session.lifecycle.params(negotiated, {"notifications": self.requested}, None)
             try:
                 engine.request(LISTEN, params, timeout=None, cancel=token, on_stream=self._on_stream)
             except Cancelled:
@@ -395,8 +395,8 @@ class Subscription:
 class Subscriptions:
     """The client's registry of subscriptions: routing, reconnects, legacy URI counts."""
 
-    def __init__(self, client: Client) -> None:
-        self._client = weakref.ref(client)  # weak: listen threads must not keep the client alive
+    def __init__(self, session: Session) -> None:
+        self._session = weakref.ref(session)  # weak: listen threads must not keep the session alive
         self._lock = threading.Lock()
         self._subs: list[Subscription] = []
         self._uri_refs: dict[str, int] = {}
@@ -404,11 +404,11 @@ class Subscriptions:
         self._workers = Workers("client")  # re-establishing in the background
 
     @property
-    def client(self) -> Client:
-        client = self._client()
-        if client is None:
+    def session(self) -> Session:
+        session = self._session()
+        if session is None:
             raise ClientStateError("the client is gone")
-        return client
+        return session
 
     def listen(
         self,
@@ -425,8 +425,8 @@ class Subscriptions:
             resource_uris = (resource_uris,)
         if not (tools_list_changed or prompts_list_changed or resources_list_changed or resource_uris):
             raise ValueError("listen() needs at least one notification type or resource URI")
-        negotiated = self.client._connected(timeout, None, LISTEN)
-        engine = self.client._engine
+        negotiated = self.session.connected(timeout, None, LISTEN)
+        engine = self.session.engine
         if engine is None:
             raise ClientStateError("the client is closed")
         requested = self._filter(
@@ -475,14 +475,15 @@ class Subscriptions:
     # -- plumbing used by Subscription -----------------------------------------------------------
 
     def request(self, engine: Engine, negotiated: Negotiated | None, method: str, params: dict | None) -> dict:
-        negotiated = negotiated or self.client._negotiated
-        wire = self.client._lifecycle.params(negotiated, params, None) if negotiated else (params or {})
-        return engine.request(method, wire, timeout=self.client.timeout)
+        session = self.session
+        negotiated = negotiated or session.connection.negotiated
+        wire = session.lifecycle.params(negotiated, params, None) if negotiated else (params or {})
+        return engine.request(method, wire, timeout=session.timeout)
 
     def post(self, callback: Callable[..., None], *args: Any) -> None:
-        client = self._client()
-        dispatcher = client._dispatcher if client is not None else None
-        if client is None or dispatcher is None or client.state.value == "closed":
+        session = self._session()
+        dispatcher = session.connection.dispatcher if session is not None else None
+        if session is None or dispatcher is None or session.state.value == "closed":
             callback(*args)
         else:
             dispatcher.submit(callback, *args)
@@ -617,3 +618,5 @@ class Subscriptions:
             sub._close(unsubscribe=False, reason="the client was closed")
         self._workers.close(_JOIN_TIMEOUT)
 
+
+Subscription.__module__ = "mcp_sync"  # public as mcp_sync.Subscription: reprs and pickles name that

@@ -39,8 +39,8 @@ from typing import Any, Callable, Hashable, Mapping
 
 import attrs
 
-from ._values import copy_json
-from .models import ttl_ms
+from .._values import copy_json
+from ..models import ttl_ms
 
 #: C1: the methods whose results may be cached.
 CACHEABLE_METHODS = frozenset(
@@ -53,8 +53,6 @@ CACHEABLE_METHODS = frozenset(
         "resources/read",
     }
 )
-#: The per-call ``cache=`` values: use a fresh entry, re-fetch and store, or neither.
-CACHE_MODES = ("use", "refresh", "bypass")
 #: C6: which notification makes which methods' entries stale.
 _INVALIDATES: dict[str, tuple[str, ...]] = {
     "notifications/tools/list_changed": ("tools/list",),
@@ -62,15 +60,6 @@ _INVALIDATES: dict[str, tuple[str, ...]] = {
     "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
 }
 _MRTR_KEYS = ("inputResponses", "requestState")  # C2
-
-
-def check_mode(mode: str | None) -> str:
-    """Normalise a per-call ``cache=`` argument (None means ``"use"``); ValueError otherwise."""
-    if mode is None:
-        return "use"
-    if mode not in CACHE_MODES:
-        raise ValueError(f"cache must be one of {CACHE_MODES}, not {mode!r}")
-    return mode
 
 
 def is_retry(params: Mapping[str, Any] | None) -> bool:

@@ -1,0 +1,110 @@
+"""Per-call options, checked and resolved once at the top into one frozen value.
+
+The facade turns a call's keyword arguments into a :class:`CallOptions` with
+:func:`call_options` (every check happens there, before anything is sent);
+the session layer and the engine read its fields and never check them again.
+A connect done inside a call shortens the call's timeout: that is a new value
+(:meth:`CallOptions.within`), never a mutation, so one value may be shared.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+import attrs
+
+from ._sentinels import USE_CLIENT_DEFAULT
+from ._values import check_json, check_timeout
+
+if TYPE_CHECKING:
+    from .cancellation import CancellationToken
+
+#: Per-call cache modes: reuse a fresh result, re-fetch and store, or neither read nor store.
+CACHE_MODES = ("use", "refresh", "bypass")
+
+
+@attrs.frozen(slots=True)
+class CallOptions:
+    """One request's options. ``timeout`` is seconds, None (wait for ever) or the client's default."""
+
+    timeout: Any = USE_CLIENT_DEFAULT
+    cancel: CancellationToken | None = None
+    progress: Callable[..., None] | None = None
+    meta: dict[str, Any] | None = None
+    reset_timeout_on_progress: bool = False
+    max_total_timeout: float | None = None
+    cache: str = "use"
+    input_responses: dict[str, Any] | None = None
+    request_state: str | None = None
+    headers: Mapping[str, str] | None = None
+    extensions: Mapping[str, Any] | None = None
+    on_stream: Callable[[str, dict], None] | None = None
+    on_request_id: Callable[[Any], None] | None = None
+
+    def within(self, timeout: Any) -> CallOptions:
+        """The same options with what is left of the timeout (after a connect inside the call)."""
+        return self if timeout is self.timeout else attrs.evolve(self, timeout=timeout)
+
+
+#: The options of a call that sets none: the client's timeout, no cancel, no progress.
+DEFAULT = CallOptions()
+
+
+def check_mode(mode: str | None) -> str:
+    """A per-call cache mode, checked (None means ``"use"``)."""
+    if mode is None:
+        return "use"
+    if mode not in CACHE_MODES:
+        raise ValueError(f"cache must be one of {list(CACHE_MODES)}, not {mode!r:.40}")
+    return mode
+
+
+def call_options(
+    label: str,
+    *,
+    timeout: Any = USE_CLIENT_DEFAULT,
+    cancel: CancellationToken | None = None,
+    progress: Callable[..., None] | None = None,
+    meta: Mapping[str, Any] | None = None,
+    reset_timeout_on_progress: bool = False,
+    max_total_timeout: float | None = None,
+    cache: str | None = None,
+    input_responses: Mapping[str, Any] | None = None,
+    request_state: str | None = None,
+) -> CallOptions:
+    """Check a call's options once and freeze them; ``label`` names the call in errors.
+
+    Raises TypeError or ValueError naming the option (a non-number timeout, a
+    meta that is not a dict or not JSON, an unknown cache mode, ...).
+    """
+    if (
+        timeout is USE_CLIENT_DEFAULT and cancel is None and progress is None and meta is None
+        and not reset_timeout_on_progress and max_total_timeout is None and cache is None
+        and input_responses is None and request_state is None
+    ):
+        return DEFAULT  # the common case: nothing to check or copy
+    if meta is not None:
+        if not isinstance(meta, Mapping):
+            raise TypeError(f"{label}: meta must be a dict, not {type(meta).__name__}")
+        meta = dict(meta)
+        check_json(meta, f"{label}: meta")
+    if input_responses is not None:
+        if not isinstance(input_responses, Mapping):
+            raise TypeError(f"{label}: input_responses must be a dict, not {type(input_responses).__name__}")
+        input_responses = dict(input_responses)
+        check_json(input_responses, f"{label}: input_responses")
+    if request_state is not None and not isinstance(request_state, str):
+        raise TypeError(
+            f"{label}: request_state must be the string the server sent, not {type(request_state).__name__}"
+        )
+    return CallOptions(
+        timeout=check_timeout(timeout),
+        cancel=cancel,
+        progress=progress,
+        meta=meta or None,
+        reset_timeout_on_progress=reset_timeout_on_progress,
+        max_total_timeout=check_timeout(max_total_timeout, "max_total_timeout", allow_default=False),
+        cache=check_mode(cache),
+        input_responses=input_responses,  # type: ignore[arg-type]
+        request_state=request_state,
+    )

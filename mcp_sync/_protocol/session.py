@@ -1,0 +1,440 @@
+"""The session: one client's protocol state and its one request path.
+
+:class:`Session` sits between the facade and the engine. It owns the
+:class:`~.connection.Connection` (connect, restarts, close), the handlers,
+the lifecycle (era, version, ``_meta``), the result cache, the tools' schema
+checks and their mirrored header fields. Every request goes through
+:meth:`Session.send`: connect within the caller's deadline, envelope, engine,
+``resultType`` check. It answers the connection's hooks (notifications,
+server requests, renewals, losses).
+
+It holds no reference to a :class:`~mcp_sync.Client`, so a client nobody
+references is collected at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+import attrs
+
+from .._options import DEFAULT, CallOptions
+from .._sentinels import USE_CLIENT_DEFAULT
+from .._threads import spawn
+from .._version import __version__
+from ..exceptions import (
+    CapabilityError,
+    ClientStateError,
+    ConnectionClosed,
+    HandlerError,
+    MCPError,
+    ProtocolError,
+)
+from .cache import CACHEABLE_METHODS, ResultCache, is_retry
+from .connection import ClientState, Connection
+from .handlers import Handlers, Roots
+from .hosted_tasks import TASK_METHODS
+from .lifecycle import Lifecycle, Negotiated
+from .paging import ToolHeaders
+from .tasks import TASKS_EXTENSION
+
+if TYPE_CHECKING:
+    from .._engine import Engine
+    from .._schemas import ToolSchemas
+    from ..transports.base import Transport
+
+log = logging.getLogger("mcp_sync")
+
+#: The server's log levels (syslog's eight) as standard logging levels; the three logging
+#: has no name for keep theirs in the message ("[notice] ...").
+LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+_UNNAMED_LOG_LEVELS = ("notice", "alert", "emergency")
+_INPUT_METHODS_ALLOWED = ("tools/call", "resources/read", "prompts/get")  # R1
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+#: Subscriptions restart a dead stdio server by themselves, at most this often (then they end).
+_MAX_RESTARTS, _RESTART_WINDOW = 3, 30.0
+#: The capability each request needs (checked once connected, when a call connected first).
+CAPABILITY_OF = {
+    "tools/call": "tools", "tools/list": "tools", "prompts/get": "prompts", "prompts/list": "prompts",
+    "resources/read": "resources", "resources/list": "resources", "resources/templates/list": "resources",
+    "completion/complete": "completions",
+}
+#: Requests without side effects: re-sent once if their answer stream breaks (H13); never tools/call.
+_REPEATABLE = frozenset({
+    "server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list",
+    "resources/read", "prompts/get", "completion/complete", "tasks/get",
+})
+
+
+class Session:
+    """One client's protocol layer. Thread-safe: every method may be called from any thread."""
+
+    def __init__(
+        self,
+        transport: Transport | Callable[[], Transport],
+        *,
+        name: str | None,
+        client_info: Mapping[str, Any] | None,
+        mode: str,
+        protocol_version: str | None,
+        timeout: float | None,
+        probe_timeout: float | None,
+        max_message_bytes: int,
+        max_pages: int,
+        input_required_max_rounds: int,
+        on_elicitation: Callable[[dict], dict] | None,
+        on_sampling: Callable[[dict], dict] | None,
+        on_roots: Roots | None,
+        on_notification: Callable[[str, dict], None] | None,
+        log_level: str | None,
+        extensions: Mapping[str, Any] | None,
+        cache: bool,
+        sampling_tools: bool,
+        host_tasks: bool,
+        restart: bool,
+        schemas: ToolSchemas,
+        url_elicitation: bool,
+    ) -> None:
+        self.timeout = timeout
+        self.max_message_bytes = max_message_bytes
+        self.max_pages = max_pages
+        self.input_required_max_rounds = input_required_max_rounds
+        self.on_notification = on_notification
+        #: list/read/discover results kept while their ttlMs lasts (C1-C7); None with cache=False
+        self.cache: ResultCache | None = ResultCache() if cache else None
+        self.handlers = Handlers(
+            on_elicitation=on_elicitation,
+            on_sampling=on_sampling,
+            on_roots=on_roots,
+            sampling_tools=sampling_tools,
+            host_tasks=host_tasks,
+            extensions=dict(extensions or {}),
+            url_elicitation=url_elicitation,
+        )
+        self.lifecycle = Lifecycle(
+            mode=mode,
+            protocol_version=protocol_version,
+            client_info=dict(client_info or {"name": "mcp-sync", "version": __version__}),
+            capabilities=self.handlers.capabilities,
+            probe_timeout=probe_timeout,
+            log_level=log_level,
+        )
+        self.schemas = schemas  # outputSchema/inputSchema checks, compiled once per listing
+        self.tool_headers = ToolHeaders()  # x-mcp-header (H8): each listed tool's mirrored arguments
+        self.connection = Connection(
+            transport, restart=restart, name=name, lifecycle=self.lifecycle, timeout=timeout, hooks=self
+        )
+        self._auto_restarts: list[float] = []  # when subscriptions last restarted a dead server
+
+    # -- the connection -----------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.connection.name
+
+    @property
+    def engine(self) -> Engine | None:
+        return self.connection.res.engine
+
+    @property
+    def state(self) -> ClientState:
+        return self.connection.state
+
+    def connected(
+        self, timeout: float | None = None, cancel: Any = None, method: str = "connect"
+    ) -> Negotiated:
+        return self.connection.connected(timeout, cancel, method)
+
+    def connected_within(self, method: str, options: CallOptions) -> tuple[Negotiated, CallOptions]:
+        """For a request: the connection, and the options with what is left of their timeout.
+
+        A connect done inside a call counts against that call's deadline; then the
+        call's capability is checked (the check was deferred until connected)."""
+        negotiated = self.connection.live()
+        if negotiated is not None:
+            return negotiated, options
+        wait = self.timeout if options.timeout is USE_CLIENT_DEFAULT else options.timeout
+        started = time.monotonic()
+        negotiated = self.connection.connected(wait, options.cancel, method)
+        capability = CAPABILITY_OF.get(method)
+        if capability is not None and capability not in negotiated.server_capabilities:
+            self.require(capability, method)
+        if wait is None:
+            return negotiated, options.within(None)
+        return negotiated, options.within(max(wait - (time.monotonic() - started), 0.001))
+
+    def reconnect(self, timeout: Any, cancel: Any) -> Negotiated:
+        self.connection.reconnect()
+        return self.connection.connected(timeout, cancel, "reconnect")
+
+    def update_discovered(self, negotiated: Negotiated, raw: dict[str, Any], capabilities: dict[str, Any],
+                          instructions: str | None) -> None:
+        """A re-fetched DiscoverResult updates what was negotiated (capabilities, instructions)."""
+        connection = self.connection
+        with connection.lock:
+            if connection.negotiated is negotiated and raw is not negotiated.server_info:
+                connection.negotiated = attrs.evolve(
+                    negotiated, server_capabilities=capabilities, instructions=instructions, server_info=raw
+                )
+
+    # -- the request path ------------------------------------------------------------------
+
+    def send(self, method: str, params: dict[str, Any] | None = None, options: CallOptions = DEFAULT
+             ) -> dict[str, Any]:
+        """The one request path: connect within the deadline, envelope, engine, resultType check."""
+        negotiated, options = self.connected_within(method, options)
+        engine = self.connection.res.engine
+        if engine is None:
+            raise ClientStateError("the client is closed")
+        wire_params = self.lifecycle.params(negotiated, params, options.meta, options.extensions)
+        timeout = self.timeout if options.timeout is USE_CLIENT_DEFAULT else options.timeout
+        try:
+            result = self._request(engine, method, wire_params, timeout, options)
+        except ConnectionClosed:
+            # H13: a modern response stream that broke while the connection lives on is
+            # re-issued once, as a new request with a new id, if it is safe to repeat.
+            if not (engine.alive and negotiated.era == "modern" and method in _REPEATABLE):
+                raise
+            log.info("mcp_sync: %s: the answer stream broke; sending it again", method)
+            result = self._request(engine, method, wire_params, timeout, options)
+        kind = result.get("resultType", "complete")  # J5: absent means complete
+        if kind == "complete" or negotiated.era == "legacy":
+            return result
+        if kind == "input_required" and method in _INPUT_METHODS_ALLOWED:
+            return result
+        if kind == "task" and method == "tools/call" and self.declares_tasks(options.extensions):
+            return result  # X2: only tools/call, only when the extension was declared
+        raise ProtocolError(f"{method}: unexpected resultType {kind!r}", method=method)  # J4, R1
+
+    @staticmethod
+    def _request(engine: Engine, method: str, params: Any, timeout: float | None, options: CallOptions
+                 ) -> dict[str, Any]:
+        return engine.request(
+            method, params, timeout=timeout, cancel=options.cancel, progress=options.progress,
+            headers=options.headers, on_stream=options.on_stream,
+            reset_timeout_on_progress=options.reset_timeout_on_progress,
+            max_total_timeout=options.max_total_timeout, on_request_id=options.on_request_id,
+        )
+
+    def send_cached(self, method: str, params: dict[str, Any] | None, options: CallOptions = DEFAULT
+                    ) -> dict[str, Any]:
+        """:meth:`send` through the result cache (see :mod:`.cache`); ``options.cache`` is the mode."""
+        store = self.cache
+        if store is None or options.cache == "bypass" or method not in CACHEABLE_METHODS or is_retry(params):  # C2
+            return self.send(method, params, options)
+        _negotiated, options = self.connected_within(method, options)
+        auth = self.auth_context()
+        if options.cache == "use":
+            hit = store.get(method, params, auth)
+            if hit is not None:
+                return hit
+        generation = store.generation  # C6: an answer overtaken by an invalidation is not stored
+        result = self.send(method, params, options)
+        store.put(method, params, auth, result, generation=generation)
+        return result
+
+    def send_with_input(self, method: str, params: dict[str, Any], options: CallOptions = DEFAULT
+                        ) -> dict[str, Any]:
+        """Send, then drive ``input_required`` rounds to a complete result (see :mod:`.input_required`)."""
+        from .input_required import complete
+
+        return complete(self, method, params, options)
+
+    def declares_tasks(self, extensions: Mapping[str, Any] | None) -> bool:
+        return TASKS_EXTENSION in (extensions or {}) or TASKS_EXTENSION in self.handlers.extensions
+
+    def require(self, capability: str, method: str) -> None:
+        """Raise CapabilityError, before anything is sent, if the server lacks ``capability``.
+
+        Modern: the capabilities come from a DiscoverResult, which may be stale (its
+        ttlMs ran out, C3); before relying on it to refuse, a stale one is re-fetched
+        (a fresh one is reused from the cache), so a server that gained the
+        capability is not refused on old information.
+        """
+        if self.connection.state is ClientState.CLOSED:
+            raise ClientStateError(f"{method}: the client is closed", method=method)
+        negotiated = self.connection.live()
+        if negotiated is None:
+            return  # not connected (or the server died): the request connects within its own deadline, then checks
+        if capability in negotiated.server_capabilities:
+            return
+        if negotiated.era == "modern" and method != "server/discover":
+            self.discover()  # reuses a fresh answer; re-fetches a stale one and updates the capabilities
+            negotiated = self.connected()
+        if capability not in negotiated.server_capabilities:
+            raise CapabilityError(f"{method}: the server did not declare the {capability!r} capability", method=method)
+
+    def discover(self, options: CallOptions = DEFAULT) -> dict[str, Any]:
+        """``server/discover`` through the cache; a re-fetched answer updates what was negotiated."""
+        from ..models import DiscoverResult
+
+        negotiated = self.connected()
+        if negotiated.era != "modern":
+            raise CapabilityError("server/discover: the server is a legacy server", method="server/discover")
+        raw = self.send_cached("server/discover", None, options)
+        if raw is not negotiated.server_info:
+            result = DiscoverResult.from_wire(raw)
+            self.update_discovered(negotiated, raw, result.capabilities, result.instructions)
+        return raw
+
+    def auth_context(self, engine: Engine | None = None) -> Any:
+        """C5: the key of the credentials in use (the transport's ``auth_context``; stdio has none)."""
+        engine = engine or self.connection.res.engine
+        context = getattr(engine.transport, "auth_context", None) if engine is not None else None
+        try:
+            hash(context)
+        except TypeError:
+            context = repr(context)
+        return context
+
+    def notify(self, method: str, params: dict[str, Any] | None) -> None:
+        self.connected()
+        engine = self.connection.res.engine
+        if engine is None:
+            raise ClientStateError("the client is closed")
+        engine.notify(method, params)
+
+    def set_roots(self, roots: Roots) -> None:
+        self.handlers.on_roots = roots
+        negotiated, engine = self.connection.negotiated, self.connection.res.engine
+        if negotiated is not None and negotiated.era == "legacy" and engine is not None:
+            engine.notify("notifications/roots/list_changed")
+
+    def set_log_level(self, level: str) -> None:
+        self.lifecycle.log_level = level
+        if self.connected().era == "legacy":
+            self.require("logging", "logging/setLevel")
+            self.send("logging/setLevel", {"level": level})
+
+    def mirrors_param_headers(self) -> bool:
+        """x-mcp-header applies on modern connections over a transport that mirrors it (HTTP, H8)."""
+        negotiated, engine = self.connection.negotiated, self.connection.res.engine
+        if negotiated is None or negotiated.era != "modern" or engine is None:
+            return False
+        return bool(getattr(engine.transport, "mirrors_param_headers", False))
+
+    def clear_cache(self) -> None:
+        if self.cache is not None:
+            self.cache.clear()
+
+    # -- connection hooks ---------------------------------------------------------------------
+
+    def before_notification(self, engine: Engine, method: str, params: dict[str, Any]) -> None:
+        """Reader thread, before anyone sees the notification: invalidate (C6), note listen acks."""
+        if self.cache is not None:
+            self.cache.notification(method, params)
+        self.connection.subscriptions.before_notification(engine, method, params)
+
+    def prepare(self, engine: Engine, negotiated: Negotiated, *, restarted: bool) -> None:
+        """Connect thread, before the new connection is published: cache and session state."""
+        if self.cache is not None:
+            if restarted:
+                self.cache.clear()  # C6: notifications were missed while it was down
+            if negotiated.era == "modern":
+                store, auth = self.cache, self.auth_context(engine)
+                store.put("server/discover", None, auth, negotiated.server_info, generation=store.generation)
+        level = self.lifecycle.log_level
+        if negotiated.era == "legacy" and level is not None and "logging" in negotiated.server_capabilities:
+            self._set_log_level_on(engine, level)  # LG8: session-wide, so a new session needs it again
+
+    def session_renewed(self, engine: Engine) -> None:
+        """Dispatch thread: the transport replaced an expired legacy HTTP session (LG3).
+
+        The new session knows nothing of the old one: cached results may be stale,
+        the log level and resource subscriptions must be asked for again (in the
+        background: this thread must not wait on the server)."""
+        negotiated = self.connection.negotiated
+        if negotiated is None or engine is not self.engine or self.state is ClientState.CLOSED:
+            return
+        self.clear_cache()
+        level = self.lifecycle.log_level
+        if level is not None and "logging" in negotiated.server_capabilities:
+            spawn(lambda: self._set_log_level_on(engine, level), "renew", engine.name)
+        self.connection.subscriptions.session_renewed(engine, negotiated)
+
+    def _set_log_level_on(self, engine: Engine, level: str) -> None:
+        try:
+            engine.request("logging/setLevel", {"level": level}, timeout=self.timeout)
+        except MCPError as exc:
+            log.warning("mcp_sync: logging/setLevel %s failed: %s", level, exc)
+
+    def connection_lost(self, engine: Engine, error: ConnectionClosed) -> None:
+        """Dispatch thread (engine ``on_closed``): suspend its subscriptions, and bring the
+        server back for them (when restart is on) so they resume by themselves."""
+        connection = self.connection
+        subscriptions = connection.subscriptions
+        subscriptions.connection_lost(engine)
+        if engine is not connection.res.engine or connection.state is not ClientState.OPEN:
+            return  # closed, reconnecting, or a connect attempt's engine: not a loss to repair
+        if not subscriptions.suspended():
+            return
+        if connection.factory is None:
+            subscriptions.end_suspended(f"the connection was lost and restart is off: {error.message}")
+            return
+        now = time.monotonic()
+        self._auto_restarts = [t for t in self._auto_restarts if now - t < _RESTART_WINDOW] + [now]
+        if len(self._auto_restarts) > _MAX_RESTARTS:  # a server that dies as soon as it starts
+            subscriptions.end_suspended(
+                f"the server keeps exiting ({_MAX_RESTARTS} restarts within {_RESTART_WINDOW:.0f} s); "
+                f"last: {error.message}"
+            )
+            return
+        try:
+            begun = connection.begin("subscriptions/listen")
+        except MCPError as exc:
+            subscriptions.end_suspended(f"the connection was lost: {exc}")
+            return
+        if not isinstance(begun, Negotiated):
+            begun.on_failure(lambda exc: subscriptions.end_suspended(f"starting the server again failed: {exc}"))
+
+    def dispatch_notification(self, method: str, params: dict[str, Any]) -> None:
+        """Dispatch thread: server log messages to logging, then subscriptions and the application."""
+        if method == "notifications/message":
+            logger = logging.getLogger(f"mcp_sync.server.{self.name}")
+            mcp_level = params.get("level")
+            level = LOG_LEVELS.get(mcp_level, logging.INFO) if isinstance(mcp_level, str) else logging.INFO
+            if logger.isEnabledFor(level):
+                source = params.get("logger")
+                tag = f"[{mcp_level}] " if mcp_level in _UNNAMED_LOG_LEVELS else ""
+                logger.log(level, "%s[%s] %s" if source else "%s%s%s", tag, source or "", params.get("data"))
+        self.connection.subscriptions.dispatch(method, params)  # legacy: the session's own stream (LG9)
+        if self.on_notification is not None:
+            self.on_notification(method, params)
+
+    def answer_server_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A legacy server-to-client request (LG10), on a handler thread."""
+        handlers = self.handlers
+        if handlers.host_tasks:  # LG12: client-hosted tasks
+            hosted = self.connection.hosted_tasks
+            if method in TASK_METHODS:
+                return hosted.answer(method, params)
+            if isinstance(params.get("task"), dict) and method in ("sampling/createMessage", "elicitation/create"):
+                return hosted.start(params, lambda: handlers.answer(method, params))
+        try:
+            result = handlers.answer(method, params)
+        except HandlerError as exc:
+            handlers.failed(exc)  # the call in flight raises it too, as on a modern server
+            raise
+        meta = params.get("_meta")
+        related = meta.get(RELATED_TASK) if isinstance(meta, dict) else None
+        if related is not None:  # LG12: answers about a task carry its id back
+            result = {**result, "_meta": {**(result.get("_meta") or {}), RELATED_TASK: related}}
+        return result
+
+
+def check_roots(roots: Any) -> None:
+    """``set_roots``' argument: a list of URIs or a callable."""
+    if isinstance(roots, (str, bytes)) or not (callable(roots) or isinstance(roots, Sequence)):
+        raise TypeError(f"set_roots: roots must be a list of URIs or a callable, not {type(roots).__name__}")
+
