@@ -18,12 +18,11 @@ import attrs
 
 from ._client_lists import ListingMethods
 from ._client_tasks import TaskMethods
-from ._engine import ProgressCallback
 from ._headers import HEADER_MISMATCH
 from ._llm_formats import LLMFormatsMixin
-from ._options import CallOptions, call_options, check_mode
+from ._options import CallOptions, ProgressCallback, Roots, call_options, check_mode
+from ._protocol import input_required
 from ._protocol.connection import ClientState
-from ._protocol.handlers import Roots
 from ._protocol.session import LOG_LEVELS, Session, check_roots
 from ._protocol.subscriptions import Subscription
 from ._protocol.tasks import Task
@@ -627,16 +626,16 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         request_ids: list[Any] = []
         params = {"name": tool_name, "arguments": args}
         try:
-            raw = session.send_with_input(
-                "tools/call", params, _tool_call_options(session, options, tool_name, args, request_ids)
+            raw = input_required.complete(
+                session, "tools/call", params, _tool_call_options(session, options, tool_name, args, request_ids)
             )
         except ServerError as exc:
             if exc.code != HEADER_MISMATCH or not session.mirrors_param_headers():
                 raise
             log.info("mcp_sync: %s answered HeaderMismatch for %r; listing tools again", self, tool_name)  # H10
             list(self.tools())  # refreshes the remembered schemas
-            raw = session.send_with_input(
-                "tools/call", params, _tool_call_options(session, options, tool_name, args, request_ids)
+            raw = input_required.complete(
+                session, "tools/call", params, _tool_call_options(session, options, tool_name, args, request_ids)
             )
         if raw.get("resultType") == "task":  # X2: a task handle, unasked: wait for it like a call
             wait = self.timeout if options.timeout is USE_CLIENT_DEFAULT else options.timeout
@@ -683,7 +682,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         )
         self._session.require("resources", "resources/read")
         try:
-            raw = self._session.send_with_input("resources/read", {"uri": uri}, options)
+            raw = input_required.complete(self._session, "resources/read", {"uri": uri}, options)
         except ServerError as exc:
             if exc.code in (INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY):  # Q1: either code, in both eras
                 raise ResourceNotFound(
@@ -717,7 +716,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         )
         params = _prompt_params(name, arguments)
         self._session.require("prompts", "prompts/get")
-        return GetPromptResult.from_wire(self._session.send_with_input("prompts/get", params, options))
+        return GetPromptResult.from_wire(input_required.complete(self._session, "prompts/get", params, options))
 
     def complete(
         self,
@@ -857,7 +856,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         timeout = check_timeout(timeout)
         if isinstance(resource_uris, str) or not all(isinstance(uri, str) for uri in resource_uris):
             raise TypeError("listen: resource_uris must be a list of URI strings")
-        return self._session.connection.subscriptions.listen(
+        return self._session.subscriptions.listen(
             tools_list_changed=tools_list_changed,
             prompts_list_changed=prompts_list_changed,
             resources_list_changed=resources_list_changed,

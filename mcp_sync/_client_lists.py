@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
-from ._engine import ProgressCallback
-from ._options import call_options
+from ._options import ProgressCallback, call_options
 from ._protocol import paging
 from ._sentinels import USE_CLIENT_DEFAULT
 from ._values import Timeout

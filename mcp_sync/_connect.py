@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 from ._client import Client
 
 if TYPE_CHECKING:
-    from ._protocol.handlers import Roots
+    from ._options import Roots
 
 Target = Union[str, Sequence[str], Mapping[str, Any]]
 

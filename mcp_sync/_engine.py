@@ -30,6 +30,7 @@ import time
 from typing import Any, Callable, Mapping
 
 from ._ids import normalize_id
+from ._options import ProgressCallback
 from ._threads import Dispatcher, Outcome, Workers
 from .cancellation import CancellationToken
 from .exceptions import (
@@ -49,7 +50,6 @@ from .transports.base import Transport
 log = logging.getLogger("mcp_sync")
 _CANCEL_WRITE_TIMEOUT = 1.0  # seconds a notifications/cancelled write may block
 
-ProgressCallback = Callable[[float, "float | None", "str | None"], None]
 NotificationCallback = Callable[[str, dict], None]
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 #: Answers one server-to-client request: ``(method, params) -> result``; raise

@@ -23,8 +23,7 @@ from .exceptions import CapabilityError, ClientStateError, MCPError, ServerError
 from .models import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool
 
 if TYPE_CHECKING:
-    from ._engine import ProgressCallback
-    from ._protocol.handlers import Roots
+    from ._options import ProgressCallback, Roots
     from ._values import Timeout
     from .cancellation import CancellationToken
 

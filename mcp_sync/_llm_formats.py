@@ -28,7 +28,7 @@ from .models import (
 )
 
 if TYPE_CHECKING:
-    from ._engine import ProgressCallback
+    from ._options import ProgressCallback
     from ._values import Timeout
     from .cancellation import CancellationToken
 

@@ -9,7 +9,7 @@ A connect done inside a call shortens the call's timeout: that is a new value
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 import attrs
 
@@ -18,6 +18,11 @@ from ._values import check_json, check_timeout
 
 if TYPE_CHECKING:
     from .cancellation import CancellationToken
+
+#: ``progress(progress, total, message)``: told of each progress notification of a call.
+ProgressCallback = Callable[[float, "float | None", "str | None"], None]
+#: The roots given to servers: a list of URIs (or root dicts), or a callable returning one.
+Roots = Union[Sequence[Union[str, dict]], Callable[[], Sequence[Union[str, dict]]]]
 
 #: Per-call cache modes: reuse a fresh result, re-fetch and store, or neither read nor store.
 CACHE_MODES = ("use", "refresh", "bypass")

@@ -27,8 +27,7 @@ from .._engine import Engine
 from .._threads import Dispatcher
 from ..exceptions import Cancelled, ClientStateError, ConnectionClosed, RequestTimeout
 from .hosted_tasks import HostedTasks
-from .resources import Attempt, Resources, collect
-from .subscriptions import Subscriptions
+from .resources import Attempt, Resources, SubscriptionRegistry, collect
 
 if TYPE_CHECKING:
     from ..cancellation import CancellationToken
@@ -118,6 +117,7 @@ class Connection:
         lifecycle: Lifecycle,
         timeout: float | None,
         hooks: ConnectionHooks,
+        make_subscriptions: Callable[[Connection], SubscriptionRegistry],
     ) -> None:
         from .._names import default_name, describe_target
 
@@ -138,6 +138,7 @@ class Connection:
         self.lifecycle = lifecycle
         self.timeout = timeout
         self.hooks = hooks
+        self._make_subscriptions = make_subscriptions
         self.lock = threading.RLock()
         self.state = ClientState.NEW
         self.negotiated: Negotiated | None = None
@@ -156,7 +157,7 @@ class Connection:
         return self.res.dispatcher
 
     @property
-    def subscriptions(self) -> Subscriptions:
+    def subscriptions(self) -> SubscriptionRegistry:
         return self.res.subscriptions
 
     @property
@@ -353,11 +354,11 @@ class Connection:
     def _new_resources(self) -> Resources:
         ref = weakref.ref(self)
 
-        def subscriptions() -> Subscriptions:
+        def subscriptions() -> SubscriptionRegistry:
             connection = ref()
             if connection is None:
                 raise ClientStateError("the client is gone")
-            return Subscriptions(connection.hooks)  # type: ignore[arg-type]
+            return connection._make_subscriptions(connection)
 
         label = f"mcp_sync.Client {self.name!r} ({self.target})"
         return Resources(subscriptions, lambda: HostedTasks("client"), label)

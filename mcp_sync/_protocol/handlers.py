@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Callable, Iterator, Mapping, Sequence, Union
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import attrs
 
+from .._options import Roots
 from .._values import check_json
 from ..exceptions import INVALID_PARAMS, METHOD_NOT_FOUND, HandlerError, MCPError, ServerRequestError
 
 ElicitationHandler = Callable[[dict], dict]
 SamplingHandler = Callable[[dict], dict]
-Roots = Union[Sequence[Union[str, dict]], Callable[[], Sequence[Union[str, dict]]]]
 
 INPUT_METHODS = ("elicitation/create", "sampling/createMessage", "roots/list")
 

@@ -5,16 +5,14 @@ it into a :class:`~mcp_sync.Page`; :func:`walk` yields every item, fetching
 a page only when the previous one is consumed, stopping after ``max_pages``
 or on a repeated cursor, and restarting once from the first page when a
 cached later page's cursor is refused (G1, C7). Listed tools go through
-:class:`ToolHeaders` (x-mcp-header, H8/H9) and the session's schema checks.
+:class:`~.tool_headers.ToolHeaders` (x-mcp-header, H8/H9) and the session's schema checks.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from .._headers import HeaderField, header_fields, param_headers, tool_header_problem
 from .._options import CallOptions
 from ..exceptions import INVALID_PARAMS, PaginationLimitError, ProtocolError, ServerError
 from ..models import Page, Prompt, Resource, ResourceTemplate, Tool, _opt_dict, ttl_ms
@@ -31,44 +29,6 @@ LISTS: dict[str, tuple[str, str, Callable[[dict], Any], str]] = {
     "resource_templates": ("resources/templates/list", "resourceTemplates", ResourceTemplate.from_wire, "resources"),
     "prompts": ("prompts/list", "prompts", Prompt.from_wire, "prompts"),
 }
-
-
-class ToolHeaders:
-    """Each listed tool's mirrored arguments (x-mcp-header). Thread-safe."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._fields: dict[str, tuple[HeaderField, ...]] = {}
-
-    def check(self, page: Page[Tool]) -> Page[Tool]:
-        """H9: drop tools whose x-mcp-header annotations are invalid (with a warning); remember the
-        mirrored arguments of the others for :meth:`headers`."""
-        kept: list[Tool] = []
-        with self._lock:
-            for tool in page.items:
-                problem = tool_header_problem(tool.raw)
-                if problem is None:
-                    kept.append(tool)
-                    self._fields[tool.name] = header_fields(tool.input_schema)
-                else:
-                    log.warning("mcp_sync: ignoring tool %r: %s", tool.name, problem)  # H9
-                    self._fields.pop(tool.name, None)
-        if len(kept) == len(page.items):
-            return page
-        return Page(
-            items=kept,
-            next_cursor=page.next_cursor,
-            ttl_ms=page.ttl_ms,
-            cache_scope=page.cache_scope,
-            meta=page.meta,
-            raw=page.raw,
-        )
-
-    def headers(self, name: str, arguments: Mapping[str, Any]) -> dict[str, str] | None:
-        """The ``Mcp-Param-*`` headers of a call (H8), from the schema seen when tools were listed."""
-        with self._lock:
-            fields = self._fields.get(name)
-        return (param_headers(fields, arguments) or None) if fields else None
 
 
 def page(session: Session, kind: str, cursor: str | None, options: CallOptions) -> Page[Any]:

@@ -20,7 +20,7 @@ import logging
 import threading
 import warnings
 import weakref
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from .._threads import Dispatcher, Outcome, Workers
 from ..exceptions import ClientStateError, ConnectionClosed, MCPError
@@ -28,7 +28,38 @@ from ..exceptions import ClientStateError, ConnectionClosed, MCPError
 if TYPE_CHECKING:
     from .._engine import Engine
     from .hosted_tasks import HostedTasks
-    from .subscriptions import Subscriptions
+    from .lifecycle import Negotiated
+
+
+class SubscriptionRegistry(Protocol):
+    """What the connection asks of a client's subscriptions (see :mod:`.subscriptions`)."""
+
+    def reconnected(self, engine: Engine, negotiated: Negotiated) -> None:
+        """The connection came back: re-establish every subscription."""
+
+    def close_all(self) -> None:
+        """The client is closing: end every subscription."""
+
+    def forget_after_fork(self) -> None:
+        """In a forked child: forget the parent's subscriptions without touching them."""
+
+    def connection_lost(self, engine: Engine) -> None:
+        """``engine``'s connection ended: suspend what ran on it."""
+
+    def suspended(self) -> bool:
+        """Whether some subscription waits for the connection to come back."""
+
+    def end_suspended(self, reason: str) -> None:
+        """The connection will not come back by itself: end the waiting subscriptions."""
+
+    def before_notification(self, engine: Engine, method: str, params: dict[str, Any]) -> None:
+        """Reader thread: notice acknowledgments and server cancellations."""
+
+    def dispatch(self, method: str, params: dict[str, Any]) -> None:
+        """Dispatch thread: a session notification for the legacy subscriptions."""
+
+    def session_renewed(self, engine: Engine, negotiated: Negotiated) -> None:
+        """A legacy HTTP session was renewed: subscribe again."""
 
 log = logging.getLogger("mcp_sync")
 
@@ -127,7 +158,7 @@ class Resources:
     collected while open is closed by its finalizer with a ResourceWarning.
     """
 
-    def __init__(self, make_subscriptions: Callable[[], Subscriptions], make_hosted: Callable[[], HostedTasks],
+    def __init__(self, make_subscriptions: Callable[[], SubscriptionRegistry], make_hosted: Callable[[], HostedTasks],
                  label: str) -> None:
         self._make_subscriptions = make_subscriptions
         self._make_hosted = make_hosted

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import attrs
 
-from .._options import DEFAULT, CallOptions
+from .._options import DEFAULT, CallOptions, Roots
 from .._sentinels import USE_CLIENT_DEFAULT
 from .._threads import spawn
 from .._version import __version__
@@ -34,11 +34,11 @@ from ..exceptions import (
 )
 from .cache import CACHEABLE_METHODS, ResultCache, is_retry
 from .connection import ClientState, Connection
-from .handlers import Handlers, Roots
+from .handlers import Handlers
 from .hosted_tasks import TASK_METHODS
 from .lifecycle import Lifecycle, Negotiated
-from .paging import ToolHeaders
-from .tasks import TASKS_EXTENSION
+from .subscriptions import Subscriptions
+from .tool_headers import ToolHeaders
 
 if TYPE_CHECKING:
     from .._engine import Engine
@@ -62,6 +62,7 @@ LOG_LEVELS = {
 _UNNAMED_LOG_LEVELS = ("notice", "alert", "emergency")
 _INPUT_METHODS_ALLOWED = ("tools/call", "resources/read", "prompts/get")  # R1
 RELATED_TASK = "io.modelcontextprotocol/related-task"
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 #: Subscriptions restart a dead stdio server by themselves, at most this often (then they end).
 _MAX_RESTARTS, _RESTART_WINDOW = 3, 30.0
 #: The capability each request needs (checked once connected, when a call connected first).
@@ -133,7 +134,8 @@ class Session:
         self.schemas = schemas  # outputSchema/inputSchema checks, compiled once per listing
         self.tool_headers = ToolHeaders()  # x-mcp-header (H8): each listed tool's mirrored arguments
         self.connection = Connection(
-            transport, restart=restart, name=name, lifecycle=self.lifecycle, timeout=timeout, hooks=self
+            transport, restart=restart, name=name, lifecycle=self.lifecycle, timeout=timeout, hooks=self,
+            make_subscriptions=Subscriptions,
         )
         self._auto_restarts: list[float] = []  # when subscriptions last restarted a dead server
 
@@ -146,6 +148,10 @@ class Session:
     @property
     def engine(self) -> Engine | None:
         return self.connection.res.engine
+
+    @property
+    def subscriptions(self) -> Subscriptions:
+        return self.connection.subscriptions  # type: ignore[return-value]  # made by make_subscriptions=Subscriptions
 
     @property
     def state(self) -> ClientState:
@@ -244,13 +250,6 @@ class Session:
         store.put(method, params, auth, result, generation=generation)
         return result
 
-    def send_with_input(self, method: str, params: dict[str, Any], options: CallOptions = DEFAULT
-                        ) -> dict[str, Any]:
-        """Send, then drive ``input_required`` rounds to a complete result (see :mod:`.input_required`)."""
-        from .input_required import complete
-
-        return complete(self, method, params, options)
-
     def declares_tasks(self, extensions: Mapping[str, Any] | None) -> bool:
         return TASKS_EXTENSION in (extensions or {}) or TASKS_EXTENSION in self.handlers.extensions
 
@@ -334,7 +333,7 @@ class Session:
         """Reader thread, before anyone sees the notification: invalidate (C6), note listen acks."""
         if self.cache is not None:
             self.cache.notification(method, params)
-        self.connection.subscriptions.before_notification(engine, method, params)
+        self.subscriptions.before_notification(engine, method, params)
 
     def prepare(self, engine: Engine, negotiated: Negotiated, *, restarted: bool) -> None:
         """Connect thread, before the new connection is published: cache and session state."""
@@ -361,7 +360,7 @@ class Session:
         level = self.lifecycle.log_level
         if level is not None and "logging" in negotiated.server_capabilities:
             spawn(lambda: self._set_log_level_on(engine, level), "renew", engine.name)
-        self.connection.subscriptions.session_renewed(engine, negotiated)
+        self.subscriptions.session_renewed(engine, negotiated)
 
     def _set_log_level_on(self, engine: Engine, level: str) -> None:
         try:
@@ -408,7 +407,7 @@ class Session:
                 source = params.get("logger")
                 tag = f"[{mcp_level}] " if mcp_level in _UNNAMED_LOG_LEVELS else ""
                 logger.log(level, "%s[%s] %s" if source else "%s%s%s", tag, source or "", params.get("data"))
-        self.connection.subscriptions.dispatch(method, params)  # legacy: the session's own stream (LG9)
+        self.subscriptions.dispatch(method, params)  # legacy: the session's own stream (LG9)
         if self.on_notification is not None:
             self.on_notification(method, params)
 

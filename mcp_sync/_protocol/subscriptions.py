@@ -51,8 +51,8 @@ from ..cancellation import CancellationToken
 from ..exceptions import Cancelled, CapabilityError, ClientStateError, ConnectionClosed, MCPError, RequestTimeout
 
 if TYPE_CHECKING:
+    from .connection import Connection
     from .lifecycle import Negotiated
-    from .session import Session
 
 log = logging.getLogger("mcp_sync")
 
@@ -253,7 +253,7 @@ class Subscription:
         retries = 0
         while True:
             acks_before = self._acks
-            params = self._registry.session.lifecycle.params(negotiated, {"notifications": self.requested}, None)
+            params = self._registry.connection.lifecycle.params(negotiated, {"notifications": self.requested}, None)
             try:
                 engine.request(LISTEN, params, timeout=None, cancel=token, on_stream=self._on_stream)
             except Cancelled:
@@ -395,8 +395,8 @@ class Subscription:
 class Subscriptions:
     """The client's registry of subscriptions: routing, reconnects, legacy URI counts."""
 
-    def __init__(self, session: Session) -> None:
-        self._session = weakref.ref(session)  # weak: listen threads must not keep the session alive
+    def __init__(self, connection: Connection) -> None:
+        self._connection = weakref.ref(connection)  # weak: listen threads must not keep the connection alive
         self._lock = threading.Lock()
         self._subs: list[Subscription] = []
         self._uri_refs: dict[str, int] = {}
@@ -404,11 +404,11 @@ class Subscriptions:
         self._workers = Workers("client")  # re-establishing in the background
 
     @property
-    def session(self) -> Session:
-        session = self._session()
-        if session is None:
+    def connection(self) -> Connection:
+        connection = self._connection()
+        if connection is None:
             raise ClientStateError("the client is gone")
-        return session
+        return connection
 
     def listen(
         self,
@@ -425,8 +425,8 @@ class Subscriptions:
             resource_uris = (resource_uris,)
         if not (tools_list_changed or prompts_list_changed or resources_list_changed or resource_uris):
             raise ValueError("listen() needs at least one notification type or resource URI")
-        negotiated = self.session.connected(timeout, None, LISTEN)
-        engine = self.session.engine
+        negotiated = self.connection.connected(timeout, None, LISTEN)
+        engine = self.connection.engine
         if engine is None:
             raise ClientStateError("the client is closed")
         requested = self._filter(
@@ -475,15 +475,15 @@ class Subscriptions:
     # -- plumbing used by Subscription -----------------------------------------------------------
 
     def request(self, engine: Engine, negotiated: Negotiated | None, method: str, params: dict | None) -> dict:
-        session = self.session
-        negotiated = negotiated or session.connection.negotiated
-        wire = session.lifecycle.params(negotiated, params, None) if negotiated else (params or {})
-        return engine.request(method, wire, timeout=session.timeout)
+        connection = self.connection
+        negotiated = negotiated or connection.negotiated
+        wire = connection.lifecycle.params(negotiated, params, None) if negotiated else (params or {})
+        return engine.request(method, wire, timeout=connection.timeout)
 
     def post(self, callback: Callable[..., None], *args: Any) -> None:
-        session = self._session()
-        dispatcher = session.connection.dispatcher if session is not None else None
-        if session is None or dispatcher is None or session.state.value == "closed":
+        connection = self._connection()
+        dispatcher = connection.dispatcher if connection is not None else None
+        if connection is None or dispatcher is None or connection.state.value == "closed":
             callback(*args)
         else:
             dispatcher.submit(callback, *args)

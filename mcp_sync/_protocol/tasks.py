@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
@@ -23,12 +23,8 @@ from .._options import DEFAULT, CallOptions
 from .._values import check_timeout
 from ..exceptions import Cancelled, CapabilityError, ProtocolError, RequestTimeout, server_error_from
 from ..models import CallToolResult, _opt_int, _opt_str, _required_str, ttl_ms
-from .input_required import answer
-
-if TYPE_CHECKING:
-    from .session import Session
-
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+from .input_required import answer, complete
+from .session import TASKS_EXTENSION, Session
 
 TERMINAL = ("completed", "failed", "cancelled")
 DEFAULT_POLL_INTERVAL = 1.0  # seconds, when the server suggests none
@@ -181,7 +177,7 @@ def start(session: Session, name: str, arguments: dict[str, Any], ttl: int | Non
             )
         return Task.from_wire(raw, "legacy", session)
     options = attrs.evolve(options, extensions={TASKS_EXTENSION: {}})
-    raw = session.send_with_input("tools/call", params, options)
+    raw = complete(session, "tools/call", params, options)
     if raw.get("resultType") == "task":
         return Task.from_wire(raw, "modern", session)
     if not isinstance(raw.get("content"), list):
