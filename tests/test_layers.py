@@ -285,3 +285,36 @@ def test_transport_features_are_declared_not_probed() -> None:
             if re.search(r"(getattr|hasattr)\([^)]*transport", code) or "co_varnames" in code or "__code__" in code:
                 offenders.append(f"{path.relative_to(PACKAGE)}:{number}: {line.strip()}")
     assert offenders == []
+
+
+# -- rule 4 at run time: nothing below the facade keeps a Client alive ------------------------------
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+def test_a_dropped_client_closes_at_once_without_a_garbage_collection(era: str) -> None:
+    """The session, its connection, threads and subscriptions refer to no Client, so dropping the
+    last reference closes it by reference counting alone (gc disabled): its server exits."""
+    import gc
+    import sys
+    import warnings
+
+    from lifekit import gone, server_pid, wait_for
+
+    import mcp_sync
+    from conftest import PY, fault_args
+
+    gc.collect()
+    gc.disable()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            client = mcp_sync.Client.stdio(PY, fault_args("--era", era), timeout=20)
+            assert client.call_tool("echo", {"text": "x"}).text == "x"
+            sub = client.listen(tools_list_changed=True)
+            pid = server_pid(client)
+            assert sys.getrefcount(client) == 2  # this name and getrefcount's argument: nobody else
+            del client
+            assert wait_for(lambda: gone(pid), 10), pid
+            sub.close()
+    finally:
+        gc.enable()
