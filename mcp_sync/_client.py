@@ -623,7 +623,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         session = self._session
         session.require("tools", "tools/call")
         session.schemas.check_arguments(self.tools, tool_name, tool, args, validate)
-        request_ids: list[Any] = []
+        request_ids: list[Any] | None = [] if raise_on_error else None  # for ToolError only
         params = {"name": tool_name, "arguments": args}
         try:
             raw = input_required.complete(
@@ -913,11 +913,13 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
 
 
 def _tool_call_options(
-    session: Session, options: CallOptions, name: str, arguments: dict[str, Any], request_ids: list[Any]
+    session: Session, options: CallOptions, name: str, arguments: dict[str, Any], request_ids: list[Any] | None
 ) -> CallOptions:
-    """A tool call's options: its mirrored headers (H8) and a note of each request id, for errors."""
+    """A tool call's options: its mirrored headers (H8) and, when a ToolError may name it, each request id."""
     headers = session.tool_headers.headers(name, arguments) if session.mirrors_param_headers() else None
-    return attrs.evolve(options, headers=headers, on_request_id=request_ids.append)
+    if headers is None and request_ids is None:
+        return options  # the common case: nothing to add, no copy
+    return attrs.evolve(options, headers=headers, on_request_id=None if request_ids is None else request_ids.append)
 
 
 def _prompt_params(name: Any, arguments: Any) -> dict[str, Any]:
