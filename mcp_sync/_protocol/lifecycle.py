@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any, Callable, Mapping
 
 import attrs
@@ -150,35 +151,39 @@ class Lifecycle:
         """Decide the era on ``engine``; returns the engine in use (a restart makes a new one).
 
         A failure says what the probe found (its outcome is added to the message).
+        ``timeout`` bounds the whole connect: the probe, the handshake and a restart
+        share the one deadline (a server that never answers fails after ``timeout``,
+        not after ``probe_timeout`` plus ``timeout`` plus a restart).
         """
+        budget = _Budget(timeout)
         if self.mode == "legacy" or self.protocol_version in LEGACY_VERSIONS:
-            return engine, self._handshake(engine, self.protocol_version or LATEST_LEGACY, timeout)
+            return engine, self._handshake(engine, self.protocol_version or LATEST_LEGACY, budget)
         version = self.protocol_version or LATEST_MODERN
         if self.mode == "modern":
             try:
-                return engine, self._modern(engine, version, timeout)
+                return engine, self._modern(engine, version, budget)
             except _NotModern as exc:
                 raise ProtocolError(
                     f"mode='modern' but the server did not answer server/discover as a "
                     f"{LATEST_MODERN} server: {exc.cause}"
                 ) from exc.cause
-        return self._auto(engine, version, timeout, restart)
+        return self._auto(engine, version, budget, restart)
 
-    def _modern(self, engine: Engine, version: str, timeout: float | None) -> Negotiated:
+    def _modern(self, engine: Engine, version: str, budget: _Budget) -> Negotiated:
         """``server/discover`` at ``version``; a -32022 naming a mutual modern revision: once more at it.
 
         V1: retry even with the version just sent (a server may reject a first
         request and list that very version: retry, do not give up)."""
         try:
-            return self._discover(engine, version, timeout)
+            return self._discover(engine, version, budget)
         except UnsupportedProtocolVersionError as exc:
             modern = _mutual(exc.supported, MODERN_VERSIONS)
             if not modern:
                 raise
-            return self._discover(engine, modern[0], timeout)
+            return self._discover(engine, modern[0], budget)
 
     def _auto(
-        self, engine: Engine, version: str, timeout: float | None, restart: Restart | None
+        self, engine: Engine, version: str, budget: _Budget, restart: Restart | None
     ) -> tuple[Engine, Negotiated]:
         """D1: probe with ``server/discover``, then decide (see the module docstring).
 
@@ -187,23 +192,25 @@ class Lifecycle:
         means modern. So silence only sends ``initialize`` alongside, and whichever
         answer decides first wins.
         """
-        probe = _InFlight(engine, "server/discover", {"_meta": self.meta(version)}, _plus(self.probe_timeout, timeout))
-        if not probe.wait(self.probe_timeout):
-            return self._race(engine, probe, version, timeout, restart)
+        probe = _InFlight(engine, "server/discover", {"_meta": self.meta(version)}, budget)
+        waited = budget.within(self.probe_timeout)
+        if not probe.wait(waited):
+            note = f"server/discover probe: no answer within {waited:.3g} s" if waited else "no answer"
+            return self._race(engine, probe, version, budget, restart, note)
         try:
-            return engine, self._modern_from(engine, probe, version, timeout)
+            return engine, self._modern_from(engine, probe, version, budget)
         except UnsupportedProtocolVersionError as exc:
             legacy = _mutual(exc.supported, LEGACY_VERSIONS)
             if exc.supported and not legacy:  # lists revisions, none of which we speak
                 raise
             note = _probe_note(exc)
-            return self._handshake_after_probe(engine, (legacy or [LATEST_LEGACY])[0], timeout, restart, note)
+            return self._handshake_after_probe(engine, (legacy or [LATEST_LEGACY])[0], budget, restart, note)
         except _NotModern as exc:
             log.debug("mcp_sync: probe says legacy (%s); falling back to initialize", exc.cause)
             note = _probe_note(exc.cause)
-            return self._handshake_after_probe(engine, LATEST_LEGACY, timeout, restart, note)
+            return self._handshake_after_probe(engine, LATEST_LEGACY, budget, restart, note)
 
-    def _modern_from(self, engine: Engine, probe: _InFlight, version: str, timeout: float | None) -> Negotiated:
+    def _modern_from(self, engine: Engine, probe: _InFlight, version: str, budget: _Budget) -> Negotiated:
         """The probe's settled outcome as a modern connection; _NotModern when it says legacy."""
         error = probe.error
         if error is None:
@@ -212,13 +219,13 @@ class Lifecycle:
             modern = _mutual(error.supported, MODERN_VERSIONS)
             if not modern:
                 raise error
-            return self._discover(engine, modern[0], timeout)
+            return self._discover(engine, modern[0], budget)
         if isinstance(error, (ServerError, RequestTimeout, ProtocolError, ConnectionClosed)):
             raise _NotModern(error) from error
         raise error
 
     def _race(
-        self, engine: Engine, probe: _InFlight, version: str, timeout: float | None, restart: Restart | None
+        self, engine: Engine, probe: _InFlight, version: str, budget: _Budget, restart: Restart | None, note: str
     ) -> tuple[Engine, Negotiated]:
         """The probe is silent so far: send ``initialize`` too and take the first answer that decides.
 
@@ -226,18 +233,17 @@ class Lifecycle:
         legacy; ``-32022`` to ``initialize`` listing a modern revision we speak
         means modern at that revision (a modern server that was only slow to
         start, e.g. one that locked its era on our probe)."""
-        note = f"server/discover probe: no answer within {self.probe_timeout} s"
         log.debug("mcp_sync: %s; sending initialize while the probe stays open", note)
         try:
-            return self._race_to_decision(engine, probe, version, timeout, restart, note)
+            return self._race_to_decision(engine, probe, version, budget, restart, note)
         except _NotModern as exc:  # a modern answer, then a failed modern retry: say what failed
             raise _with_note(exc.cause, note) from exc.cause
 
     def _race_to_decision(
-        self, engine: Engine, probe: _InFlight, version: str, timeout: float | None, restart: Restart | None, note: str
+        self, engine: Engine, probe: _InFlight, version: str, budget: _Budget, restart: Restart | None, note: str
     ) -> tuple[Engine, Negotiated]:
         params = self._initialize_params(LATEST_LEGACY)
-        init = _InFlight(engine, "initialize", params, timeout, changed=probe.changed)
+        init = _InFlight(engine, "initialize", params, budget, changed=probe.changed)
         probe_failed: BaseException | None = None
         while True:
             probe.changed.clear()
@@ -250,7 +256,7 @@ class Lifecycle:
                 elif isinstance(probe.error, UnsupportedProtocolVersionError) and _mutual(
                     probe.error.supported, MODERN_VERSIONS
                 ):
-                    return engine, self._modern_from(engine, probe, version, timeout)
+                    return engine, self._modern_from(engine, probe, version, budget)
                 else:
                     probe_failed = probe.error
             if init.done:
@@ -263,30 +269,30 @@ class Lifecycle:
                     modern = _mutual(error.supported, MODERN_VERSIONS)
                     if modern:
                         log.debug("mcp_sync: initialize answered -32022 naming %s: the server is modern", modern[0])
-                        return engine, _noted(self._modern, note)(engine, modern[0], timeout)
+                        return engine, _noted(self._modern, note)(engine, modern[0], budget)
                 if probe_failed is not None:
                     note = _probe_note(probe_failed)
-                    return self._retry_handshake(engine, error, LATEST_LEGACY, timeout, restart, note)
+                    return self._retry_handshake(engine, error, LATEST_LEGACY, budget, restart, note)
                 # the probe may still answer: wait for it (its own deadline bounds this)
-            probe.changed.wait()  # each request's own timeout bounds this
+            probe.changed.wait()  # each request's own timeout (the connect's deadline) bounds this
 
     def _handshake_after_probe(
-        self, engine: Engine, version: str, timeout: float | None, restart: Restart | None, note: str
+        self, engine: Engine, version: str, budget: _Budget, restart: Restart | None, note: str
     ) -> tuple[Engine, Negotiated]:
         if not engine.alive and restart is not None:  # the probe killed it: start afresh
             engine = restart()
-            return engine, _noted(self._handshake, note)(engine, version, timeout)
+            return engine, _noted(self._handshake, note)(engine, version, budget)
         try:
-            return engine, _noted(self._handshake, note)(engine, version, timeout)
+            return engine, _noted(self._handshake, note)(engine, version, budget)
         except MCPError as exc:
-            return self._retry_handshake(engine, exc, version, timeout, restart, note)
+            return self._retry_handshake(engine, exc, version, budget, restart, note)
 
     def _retry_handshake(
         self,
         engine: Engine,
         error: BaseException,
         version: str,
-        timeout: float | None,
+        budget: _Budget,
         restart: Restart | None,
         note: str,
     ) -> tuple[Engine, Negotiated]:
@@ -301,13 +307,11 @@ class Lifecycle:
         log.info("mcp_sync: handshake after the probe failed (%s); restarting the server", error)
         engine.close("restarting the server for the initialize handshake")
         engine = restart()
-        return engine, _noted(self._handshake, note)(engine, version, timeout)
+        return engine, _noted(self._handshake, note)(engine, version, budget)
 
-    def _discover(self, engine: Engine, version: str, timeout: float | None) -> Negotiated:
+    def _discover(self, engine: Engine, version: str, budget: _Budget) -> Negotiated:
         try:
-            raw = engine.request(
-                "server/discover", {"_meta": self.meta(version)}, timeout=timeout, cancel_on_timeout=False
-            )
+            raw = budget.request(engine, "server/discover", {"_meta": self.meta(version)})
         except UnsupportedProtocolVersionError:
             raise
         except (ServerError, RequestTimeout, ProtocolError, ConnectionClosed) as exc:
@@ -341,9 +345,9 @@ class Lifecycle:
     def _initialize_params(self, version: str) -> dict[str, Any]:
         return {"protocolVersion": version, "capabilities": self.capabilities("legacy"), "clientInfo": self.client_info}
 
-    def _handshake(self, engine: Engine, version: str, timeout: float | None) -> Negotiated:
+    def _handshake(self, engine: Engine, version: str, budget: _Budget) -> Negotiated:
         # LG1: initialize must not be cancelled, so a timeout does not cancel it on the wire.
-        raw = engine.request("initialize", self._initialize_params(version), timeout=timeout, cancel_on_timeout=False)
+        raw = budget.request(engine, "initialize", self._initialize_params(version))
         return self._finish_handshake(engine, raw, version)
 
     def _finish_handshake(self, engine: Engine, raw: dict[str, Any], version: str) -> Negotiated:
@@ -380,7 +384,7 @@ class _InFlight:
         engine: Engine,
         method: str,
         params: dict[str, Any],
-        timeout: float | None,
+        budget: _Budget,
         *,
         changed: threading.Event | None = None,
     ) -> None:
@@ -392,9 +396,7 @@ class _InFlight:
 
         def run() -> None:
             try:
-                self.value = engine.request(
-                    method, params, timeout=timeout, cancel_on_timeout=False, cancel=self._token
-                )
+                self.value = budget.request(engine, method, params, cancel=self._token)
             except BaseException as exc:  # handed to the connecting thread
                 self.error = exc
             finally:
@@ -420,8 +422,32 @@ def _mutual(supported: list[str], ours: tuple[str, ...]) -> list[str]:
     return [v for v in ours if v in supported]
 
 
-def _plus(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else a + b
+class _Budget:
+    """What is left of a connect's one deadline (no deadline when the timeout is None)."""
+
+    def __init__(self, timeout: float | None) -> None:
+        self.timeout = timeout
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+
+    def request(
+        self, engine: Engine, method: str, params: dict[str, Any], cancel: CancellationToken | None = None
+    ) -> dict[str, Any]:
+        """``engine.request`` within what is left; a timeout names the connect's whole deadline."""
+        try:
+            return engine.request(method, params, timeout=self.left(), cancel_on_timeout=False, cancel=cancel)
+        except RequestTimeout as exc:
+            raise RequestTimeout(f"{method}: no answer within {self.timeout:g} s", method=method) from exc
+
+    def left(self) -> float | None:
+        """Seconds left (at least a millisecond, so a request still fails by itself), or None."""
+        return None if self.deadline is None else max(self.deadline - time.monotonic(), 0.001)
+
+    def within(self, seconds: float | None) -> float | None:
+        """``seconds``, cut to what is left."""
+        left = self.left()
+        if seconds is None:
+            return left
+        return seconds if left is None else min(seconds, left)
 
 
 def _probe_note(error: BaseException) -> str:
