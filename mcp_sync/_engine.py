@@ -132,8 +132,14 @@ def _seconds(value: Any, name: str) -> float | None:
     return None if value > _FOREVER_S else float(value)
 
 
+#: Progress deliveries one request may have waiting on the dispatch thread. Up to this many,
+#: every notification reaches the callback, in order; past it (the callback is that far
+#: behind) the newest value replaces the last waiting one, so a flood cannot grow the queue.
+MAX_QUEUED_PROGRESS = 1000
+
+
 class _Pending:
-    __slots__ = ("last_progress", "method", "ordered", "outcome", "progress", "progress_args", "progress_queued")
+    __slots__ = ("coalesced", "last_progress", "method", "ordered", "outcome", "progress", "progress_queued", "tail")
 
     def __init__(self, method: str, progress: ProgressCallback | None, ordered: bool) -> None:
         self.outcome = Outcome()
@@ -141,8 +147,11 @@ class _Pending:
         self.progress = progress
         self.ordered = ordered
         self.last_progress: float | None = None  # monotonic time of the last progress notification
-        self.progress_args: tuple[Any, Any, Any] | None = None  # latest, not yet delivered
-        self.progress_queued = False  # a delivery of progress_args is queued on the dispatcher
+        self.progress_queued = 0  # progress deliveries queued on the dispatcher, not yet run
+        #: The delivery queued last, while it has not run: past the bound a newer value
+        #: replaces its arguments (it is the last one queued, so the order is kept).
+        self.tail: list[Any] | None = None
+        self.coalesced = 0  # notifications replaced past the bound (logged once the call ends)
 
 
 class Engine:
@@ -358,6 +367,9 @@ class Engine:
                 if wants_progress:
                     self._progress.pop(token, None)
                 self._streams.pop(request_id, None)
+            if pending.coalesced:
+                log.debug("mcp_sync: %s: %s: the progress callback fell %d behind; %d values coalesced",
+                          self.name, method, MAX_QUEUED_PROGRESS, pending.coalesced)
         try:
             return pending.outcome.result()  # type: ignore[no-any-return]
         except (Cancelled, RequestTimeout) as exc:
@@ -608,9 +620,11 @@ class Engine:
     def _progress_for_request(self, params: dict[str, Any]) -> bool:
         """Record a progress notification for its request; True when its callback will get it.
 
-        At most one progress delivery per request waits in the dispatch queue: a
-        newer value replaces a queued one (coalesced), so a flood of progress
-        neither grows the queue nor delays the answer. (8.9)
+        Every notification is queued for the callback, in arrival order, while fewer than
+        MAX_QUEUED_PROGRESS of the request's deliveries wait (#18.19: a burst of 50 used to
+        reach the callback once). Past the bound the newest value replaces the arguments of
+        the request's last queued delivery, so a flood costs at most MAX_QUEUED_PROGRESS
+        queued deliveries per request, and the callback still sees the newest value. (8.9)
         """
         token = params.get("progressToken")
         with self._lock:
@@ -626,17 +640,23 @@ class Engine:
         text = params.get("message")
         args = (progress, total if _is_number(total) else None, text if isinstance(text, str) else None)
         with self._lock:
-            pending.progress_args = args
-            queued, pending.progress_queued = pending.progress_queued, True
-        if not queued:
-            self.dispatcher.submit(self._deliver_progress, pending)
+            if pending.progress_queued >= MAX_QUEUED_PROGRESS and pending.tail is not None:
+                pending.tail[0] = args  # the callback is far behind: coalesce into the last one queued
+                pending.coalesced += 1
+                return True
+            slot: list[Any] = [args]
+            pending.tail = slot
+            pending.progress_queued += 1
+        self.dispatcher.submit(self._deliver_progress, pending, slot)
         return True
 
-    def _deliver_progress(self, pending: _Pending) -> None:
+    def _deliver_progress(self, pending: _Pending, slot: list[Any]) -> None:
         with self._lock:
-            args, pending.progress_args = pending.progress_args, None
-            pending.progress_queued = False
-        if args is not None and pending.progress is not None:
+            args = slot[0]
+            pending.progress_queued -= 1
+            if pending.tail is slot:  # no later value may be written into a delivery under way
+                pending.tail = None
+        if pending.progress is not None:
             pending.progress(*args)
 
     def _server_request(self, raw_id: Any, method: str, params: Any) -> None:

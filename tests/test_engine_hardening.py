@@ -20,7 +20,7 @@ from test_engine import Wire as BaseWire
 
 import mcp_sync
 from mcp_sync import _engine, _threads, cancellation
-from mcp_sync._engine import Engine
+from mcp_sync._engine import MAX_QUEUED_PROGRESS, Engine
 from mcp_sync._ids import normalize_id
 from mcp_sync._threads import Dispatcher
 
@@ -308,7 +308,9 @@ def test_notifications_beyond_the_bound_are_dropped_and_counted() -> None:
     dispatcher.stop()
 
 
-def test_progress_is_coalesced_while_callbacks_are_behind() -> None:
+def test_progress_is_coalesced_only_past_the_bound_while_callbacks_are_behind() -> None:
+    """#18.19: every value up to MAX_QUEUED_PROGRESS waiting is delivered in order (a burst was
+    coalesced to one); past it the newest value replaces the last waiting one."""
     release = threading.Event()
     block = Dispatcher("wire")
     block.submit(release.wait, 10)  # the dispatch thread is busy
@@ -317,13 +319,14 @@ def test_progress_is_coalesced_while_callbacks_are_behind() -> None:
     call = Call(engine, timeout=10, progress=lambda p, total, message: got.append(p))
     wait_for(lambda: bool(wire.requests()))
     request = wire.requests()[0]
-    for step in range(1000):
+    for step in range(3 * MAX_QUEUED_PROGRESS):
         engine.message({"jsonrpc": "2.0", "method": "notifications/progress",
                         "params": {"progressToken": request["params"]["_meta"]["progressToken"], "progress": step}})
     engine.message({"jsonrpc": "2.0", "id": request["id"], "result": {}})
     release.set()
     call.join()
-    assert got[-1] == 999 and len(got) <= 2  # latest value delivered, before the answer
+    # the first MAX_QUEUED_PROGRESS in order, the last of them replaced by the latest value, all before the answer
+    assert got == [*range(MAX_QUEUED_PROGRESS - 1), 3 * MAX_QUEUED_PROGRESS - 1]
     engine.close()
     block.stop()
 
