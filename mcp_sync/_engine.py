@@ -21,6 +21,7 @@ thread and its answer is dropped.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 import math
@@ -47,7 +48,10 @@ from .exceptions import (
 from .transports.base import Transport
 
 log = logging.getLogger("mcp_sync")
-_CANCEL_WRITE_TIMEOUT = 1.0  # seconds a notifications/cancelled write may block
+_CANCEL_WRITE_TIMEOUT = 1.0  # seconds a background notifications/cancelled write may block
+#: Cancellation notices waiting for the background writer; past this (a server that stopped
+#: reading while calls keep timing out) new ones are dropped: they are best effort.
+MAX_QUEUED_CANCELS = 64
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
 NotificationCallback = Callable[[str, dict], None]
@@ -194,6 +198,11 @@ class Engine:
         self._progress: dict[Any, _Pending] = {}
         self._streams: dict[Any, NotificationCallback] = {}
         self._handlers = Workers(self.name)  # server requests answered by user handlers
+        # notifications/cancelled that could not be written at once go out on one background
+        # thread, so that a timed-out call returns at its deadline (#17.9)
+        self._cancels: collections.deque[dict[str, Any]] = collections.deque()
+        self._cancel_writer: Workers = Workers(self.name)
+        self._cancel_writing = False
         self._closed_error: ConnectionClosed | None = None
         self._closed_by_client = False  # close() was called: no server diagnostics in the errors
         self._started = False
@@ -238,6 +247,7 @@ class Engine:
             log.exception("mcp_sync: closing the %s transport failed", self.name)
         finally:
             self._handlers.close(1.0)
+            self._cancel_writer.close(0.5)  # the transport is closed: a pending write ends at once
             if self._owns_dispatcher:
                 self.dispatcher.stop()
 
@@ -451,19 +461,63 @@ class Engine:
             log.debug("mcp_sync: aborting %s on the %s transport failed", request_id, self.name, exc_info=True)
 
     def _cancel_on_wire(self, request_id: Any, reason: str | None) -> None:
+        """Tell the server a request is abandoned, without waiting for it (#17.9).
+
+        This runs on the caller's thread after the call's deadline, so it never blocks: a
+        transport that can end the exchange (``abort``) does; on stdio the notice is written
+        now if the pipe takes it without waiting (so it precedes the caller's next request);
+        otherwise, and on transports whose writes have no timeout (an HTTP POST), it goes to
+        one background writer, each write bounded by _CANCEL_WRITE_TIMEOUT (stdio) or the
+        transport's own bound, at most MAX_QUEUED_CANCELS waiting (more are dropped).
+        """
         if self._closed_error is not None:
             return
+        params: dict[str, Any] = {"requestId": request_id}
+        if reason:
+            params["reason"] = reason
         try:
             if self.transport.abort(request_id):
                 return
-            params: dict[str, Any] = {"requestId": request_id}
-            if reason:
-                params["reason"] = reason
-            # Best effort and sent on the caller's thread after its own deadline: a server that
-            # stopped reading must not hold the caller for the transport's whole write timeout.
-            self.notify("notifications/cancelled", params, timeout=_CANCEL_WRITE_TIMEOUT)
+            if self._send_takes_timeout:
+                # timeout=0: written only if it needs no wait. A line started but not finished
+                # is completed by the next write, so the background copy may repeat it; a
+                # repeated cancellation of the same request is ignored by the server.
+                self.notify("notifications/cancelled", params, timeout=0)
+                return
+        except RequestTimeout:
+            pass  # the server is not reading now: the background writer tries for longer
         except MCPError as exc:
             log.debug("mcp_sync: could not send the cancellation of %s: %s", request_id, exc)
+            return
+        with self._lock:
+            if len(self._cancels) >= MAX_QUEUED_CANCELS:
+                log.debug("mcp_sync: %s: %d cancellations wait already; not sending the one of %s",
+                          self.name, MAX_QUEUED_CANCELS, request_id)
+                return
+            self._cancels.append(params)
+            if self._cancel_writing:
+                return
+            self._cancel_writing = True
+        if self._cancel_writer.spawn(self._write_cancels, "cancel") is None:  # closing
+            with self._lock:
+                self._cancels.clear()
+                self._cancel_writing = False
+
+    def _write_cancels(self) -> None:
+        """Background: write the queued cancellations in order, then end (no idle thread)."""
+        while True:
+            with self._lock:
+                if not self._cancels or self._closed_error is not None:
+                    self._cancels.clear()
+                    self._cancel_writing = False
+                    return
+                params = self._cancels.popleft()
+            try:
+                self.notify("notifications/cancelled", params, timeout=_CANCEL_WRITE_TIMEOUT)
+            except MCPError as exc:
+                log.debug("mcp_sync: could not send the cancellation of %s: %s", params["requestId"], exc)
+            except Exception:  # a transport bug must not end the writer with work queued
+                log.exception("mcp_sync: sending the cancellation of %s failed", params["requestId"])
 
     def _check_open(self, method: str) -> None:
         if not self._started:
