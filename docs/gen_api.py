@@ -1,7 +1,11 @@
 """mkdocs hook: the API reference page (``api.md``), written from the docstrings at build time.
 
 Every name in ``mcp_sync.__all__`` gets a section with its signature and
-docstring; classes also list their public methods and properties. Docstrings
+docstring; classes also list their public methods and properties. The page
+reads from the facade down (issue #18.20): the client and how to connect
+first, then the models it returns, then the errors (in their tree's order),
+then authorization, helpers and constants; a name in no group lands in
+"Other", so none is ever left out. Docstrings
 are reStructuredText-flavoured (``Example::`` blocks, ``:class:`X``` roles):
 they are turned into Markdown here, so no plugin beyond mkdocs is needed.
 Run by hand to print the page: ``python docs/gen_api.py``.
@@ -94,7 +98,7 @@ def _members(cls: type) -> list[tuple[str, Any]]:
 
 def section(name: str, obj: Any) -> str:
     """One reference section: heading, signature, docstring, then members for a class."""
-    parts = [f"## `{name}`" if name.startswith("_") else f"## {name}", ""]  # __x__ would be bold
+    parts = [f"### `{name}`" if name.startswith("_") else f"### {name}", ""]  # __x__ would be bold
     if inspect.isclass(obj):
         kind = "exception" if issubclass(obj, BaseException) else "enum" if issubclass(obj, enum.Enum) else "class"
         bases = [b.__name__ for b in obj.__bases__ if b is not object]
@@ -105,10 +109,10 @@ def section(name: str, obj: Any) -> str:
         if kind != "exception":
             for member, value in _members(obj):
                 if isinstance(value, property):
-                    head = f"### {name}.{member} *(property)*"
+                    head = f"#### {name}.{member} *(property)*"
                     doc = inspect.getdoc(value) or ""
                 else:
-                    head = f"### {name}.{member}"
+                    head = f"#### {name}.{member}"
                     doc = inspect.getdoc(value) or ""
                     parts += ["", head, "", f"{_FENCE}python", f"{member}{_signature(value)}", _FENCE, ""]
                     parts.append(markdown_of(doc))
@@ -121,23 +125,90 @@ def section(name: str, obj: Any) -> str:
     return "\n".join(parts).rstrip() + "\n"
 
 
+#: The facade, in the order a reader meets it; then the groups :func:`groups` fills by kind.
+CONNECTING = ["Client", "connect", "ClientGroup", "load_config", "ClientState", "CancellationToken",
+              "Subscription", "Task"]
+AUTHORIZATION = ["OAuth", "FileTokenStore", "browser_authorize"]
+HELPERS = ["to_openai_tools", "to_anthropic_tools", "to_gemini_tools", "apply_defaults"]
+CONSTANTS = ["__version__", "MODERN_VERSIONS", "LEGACY_VERSIONS", "USE_CLIENT_DEFAULT"]
+
+
+def _source_order(obj: Any) -> tuple[str, int]:
+    try:
+        return (obj.__module__, inspect.getsourcelines(obj)[1])
+    except (OSError, TypeError):
+        return (getattr(obj, "__module__", ""), 0)
+
+
+def _error_tree(errors: dict[str, type]) -> list[str]:
+    """The exported exceptions depth first from their roots, siblings in source order
+    (exceptions.py first): MCPError, ServerError, ResourceNotFound, ..."""
+    exported = {cls: name for name, cls in errors.items()}
+
+    def exported_parent(cls: type) -> type | None:
+        return next((base for base in cls.__mro__[1:] if base in exported), None)
+
+    def key(cls: type) -> tuple[bool, tuple[str, int]]:
+        return (cls.__module__ != "mcp_sync.exceptions", _source_order(cls))
+
+    order: list[str] = []
+
+    def walk(parent: type | None) -> None:
+        for cls in sorted((c for c in exported if exported_parent(c) is parent), key=key):
+            order.append(exported[cls])
+            walk(cls)
+
+    walk(None)
+    return order
+
+
+def groups(namespace: Any) -> list[tuple[str, list[str]]]:
+    """``[(heading, names)]`` covering every name in ``namespace.__all__`` exactly once."""
+    names = list(namespace.__all__)
+    objects = {name: getattr(namespace, name) for name in names}
+    listed = [n for n in CONNECTING + AUTHORIZATION + HELPERS + CONSTANTS if n in objects]
+    errors = {
+        n: o for n, o in objects.items() if n not in listed and inspect.isclass(o) and issubclass(o, BaseException)
+    }
+    models = sorted(
+        (n for n, o in objects.items() if n not in listed and getattr(o, "__module__", "") == "mcp_sync.models"),
+        key=lambda n: _source_order(objects[n]),
+    )
+    placed = set(listed) | set(errors) | set(models)
+    other = sorted(n for n in names if n not in placed)
+    result = [
+        ("Client and connecting", [n for n in CONNECTING if n in objects]),
+        ("Models", models),
+        ("Errors", _error_tree(errors)),
+        ("Authorization", [n for n in AUTHORIZATION if n in objects]),
+        ("Helpers", [n for n in HELPERS if n in objects]),
+        ("Constants", [n for n in CONSTANTS if n in objects]),
+        ("Other", other),
+    ]
+    return [(heading, members) for heading, members in result if members]
+
+
 def render() -> str:
     """The whole reference page."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     import mcp_sync
 
-    names = sorted(mcp_sync.__all__, key=lambda n: (not n[0].isupper() or n.isupper(), n.lower()))
+    grouped = groups(mcp_sync)
     head = [
         "# API reference",
         "",
         "Generated from the docstrings when the site is built. Every name here is importable from",
         "the package root: `from mcp_sync import Client`.",
         "",
-        "Names: " + ", ".join(f"[{n}](#{n.lower()})" for n in names),
-        "",
     ]
-    return "\n".join(head) + "\n" + "\n".join(section(n, getattr(mcp_sync, n)) for n in names)
+    for heading, names in grouped:
+        head.append(f"- **{heading}**: " + ", ".join(f"[{n}](#{n.lower()})" for n in names))
+    body = []
+    for heading, names in grouped:
+        body.append(f"## {heading}\n")
+        body += [section(n, getattr(mcp_sync, n)) for n in names]
+    return "\n".join(head) + "\n\n" + "\n".join(body)
 
 
 def on_files(files: Any, config: Any) -> Any:

@@ -21,6 +21,7 @@ thread and its answer is dropped.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 import math
@@ -48,7 +49,10 @@ from .exceptions import (
 from .transports.base import Transport
 
 log = logging.getLogger("mcp_sync")
-_CANCEL_WRITE_TIMEOUT = 1.0  # seconds a notifications/cancelled write may block
+_CANCEL_WRITE_TIMEOUT = 1.0  # seconds a background notifications/cancelled write may block
+#: Cancellation notices waiting for the background writer; past this (a server that stopped
+#: reading while calls keep timing out) new ones are dropped: they are best effort.
+MAX_QUEUED_CANCELS = 64
 
 NotificationCallback = Callable[[str, dict], None]
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
@@ -132,8 +136,14 @@ def _seconds(value: Any, name: str) -> float | None:
     return None if value > _FOREVER_S else float(value)
 
 
+#: Progress deliveries one request may have waiting on the dispatch thread. Up to this many,
+#: every notification reaches the callback, in order; past it (the callback is that far
+#: behind) the newest value replaces the last waiting one, so a flood cannot grow the queue.
+MAX_QUEUED_PROGRESS = 1000
+
+
 class _Pending:
-    __slots__ = ("last_progress", "method", "ordered", "outcome", "progress", "progress_args", "progress_queued")
+    __slots__ = ("coalesced", "last_progress", "method", "ordered", "outcome", "progress", "progress_queued", "tail")
 
     def __init__(self, method: str, progress: ProgressCallback | None, ordered: bool) -> None:
         self.outcome = Outcome()
@@ -141,8 +151,11 @@ class _Pending:
         self.progress = progress
         self.ordered = ordered
         self.last_progress: float | None = None  # monotonic time of the last progress notification
-        self.progress_args: tuple[Any, Any, Any] | None = None  # latest, not yet delivered
-        self.progress_queued = False  # a delivery of progress_args is queued on the dispatcher
+        self.progress_queued = 0  # progress deliveries queued on the dispatcher, not yet run
+        #: The delivery queued last, while it has not run: past the bound a newer value
+        #: replaces its arguments (it is the last one queued, so the order is kept).
+        self.tail: list[Any] | None = None
+        self.coalesced = 0  # notifications replaced past the bound (logged once the call ends)
 
 
 class Engine:
@@ -185,6 +198,11 @@ class Engine:
         self._progress: dict[Any, _Pending] = {}
         self._streams: dict[Any, NotificationCallback] = {}
         self._handlers = Workers(self.name)  # server requests answered by user handlers
+        # notifications/cancelled that could not be written at once go out on one background
+        # thread, so that a timed-out call returns at its deadline (#17.9)
+        self._cancels: collections.deque[dict[str, Any]] = collections.deque()
+        self._cancel_writer: Workers = Workers(self.name)
+        self._cancel_writing = False
         self._closed_error: ConnectionClosed | None = None
         self._closed_by_client = False  # close() was called: no server diagnostics in the errors
         self._started = False
@@ -229,6 +247,7 @@ class Engine:
             log.exception("mcp_sync: closing the %s transport failed", self.name)
         finally:
             self._handlers.close(1.0)
+            self._cancel_writer.close(0.5)  # the transport is closed: a pending write ends at once
             if self._owns_dispatcher:
                 self.dispatcher.stop()
 
@@ -358,6 +377,9 @@ class Engine:
                 if wants_progress:
                     self._progress.pop(token, None)
                 self._streams.pop(request_id, None)
+            if pending.coalesced:
+                log.debug("mcp_sync: %s: %s: the progress callback fell %d behind; %d values coalesced",
+                          self.name, method, MAX_QUEUED_PROGRESS, pending.coalesced)
         try:
             return pending.outcome.result()  # type: ignore[no-any-return]
         except (Cancelled, RequestTimeout) as exc:
@@ -439,19 +461,63 @@ class Engine:
             log.debug("mcp_sync: aborting %s on the %s transport failed", request_id, self.name, exc_info=True)
 
     def _cancel_on_wire(self, request_id: Any, reason: str | None) -> None:
+        """Tell the server a request is abandoned, without waiting for it (#17.9).
+
+        This runs on the caller's thread after the call's deadline, so it never blocks: a
+        transport that can end the exchange (``abort``) does; on stdio the notice is written
+        now if the pipe takes it without waiting (so it precedes the caller's next request);
+        otherwise, and on transports whose writes have no timeout (an HTTP POST), it goes to
+        one background writer, each write bounded by _CANCEL_WRITE_TIMEOUT (stdio) or the
+        transport's own bound, at most MAX_QUEUED_CANCELS waiting (more are dropped).
+        """
         if self._closed_error is not None:
             return
+        params: dict[str, Any] = {"requestId": request_id}
+        if reason:
+            params["reason"] = reason
         try:
             if self.transport.abort(request_id):
                 return
-            params: dict[str, Any] = {"requestId": request_id}
-            if reason:
-                params["reason"] = reason
-            # Best effort and sent on the caller's thread after its own deadline: a server that
-            # stopped reading must not hold the caller for the transport's whole write timeout.
-            self.notify("notifications/cancelled", params, timeout=_CANCEL_WRITE_TIMEOUT)
+            if self._send_takes_timeout:
+                # timeout=0: written only if it needs no wait. A line started but not finished
+                # is completed by the next write, so the background copy may repeat it; a
+                # repeated cancellation of the same request is ignored by the server.
+                self.notify("notifications/cancelled", params, timeout=0)
+                return
+        except RequestTimeout:
+            pass  # the server is not reading now: the background writer tries for longer
         except MCPError as exc:
             log.debug("mcp_sync: could not send the cancellation of %s: %s", request_id, exc)
+            return
+        with self._lock:
+            if len(self._cancels) >= MAX_QUEUED_CANCELS:
+                log.debug("mcp_sync: %s: %d cancellations wait already; not sending the one of %s",
+                          self.name, MAX_QUEUED_CANCELS, request_id)
+                return
+            self._cancels.append(params)
+            if self._cancel_writing:
+                return
+            self._cancel_writing = True
+        if self._cancel_writer.spawn(self._write_cancels, "cancel") is None:  # closing
+            with self._lock:
+                self._cancels.clear()
+                self._cancel_writing = False
+
+    def _write_cancels(self) -> None:
+        """Background: write the queued cancellations in order, then end (no idle thread)."""
+        while True:
+            with self._lock:
+                if not self._cancels or self._closed_error is not None:
+                    self._cancels.clear()
+                    self._cancel_writing = False
+                    return
+                params = self._cancels.popleft()
+            try:
+                self.notify("notifications/cancelled", params, timeout=_CANCEL_WRITE_TIMEOUT)
+            except MCPError as exc:
+                log.debug("mcp_sync: could not send the cancellation of %s: %s", params["requestId"], exc)
+            except Exception:  # a transport bug must not end the writer with work queued
+                log.exception("mcp_sync: sending the cancellation of %s failed", params["requestId"])
 
     def _check_open(self, method: str) -> None:
         if not self._started:
@@ -608,9 +674,11 @@ class Engine:
     def _progress_for_request(self, params: dict[str, Any]) -> bool:
         """Record a progress notification for its request; True when its callback will get it.
 
-        At most one progress delivery per request waits in the dispatch queue: a
-        newer value replaces a queued one (coalesced), so a flood of progress
-        neither grows the queue nor delays the answer. (8.9)
+        Every notification is queued for the callback, in arrival order, while fewer than
+        MAX_QUEUED_PROGRESS of the request's deliveries wait (#18.19: a burst of 50 used to
+        reach the callback once). Past the bound the newest value replaces the arguments of
+        the request's last queued delivery, so a flood costs at most MAX_QUEUED_PROGRESS
+        queued deliveries per request, and the callback still sees the newest value. (8.9)
         """
         token = params.get("progressToken")
         with self._lock:
@@ -626,17 +694,23 @@ class Engine:
         text = params.get("message")
         args = (progress, total if _is_number(total) else None, text if isinstance(text, str) else None)
         with self._lock:
-            pending.progress_args = args
-            queued, pending.progress_queued = pending.progress_queued, True
-        if not queued:
-            self.dispatcher.submit(self._deliver_progress, pending)
+            if pending.progress_queued >= MAX_QUEUED_PROGRESS and pending.tail is not None:
+                pending.tail[0] = args  # the callback is far behind: coalesce into the last one queued
+                pending.coalesced += 1
+                return True
+            slot: list[Any] = [args]
+            pending.tail = slot
+            pending.progress_queued += 1
+        self.dispatcher.submit(self._deliver_progress, pending, slot)
         return True
 
-    def _deliver_progress(self, pending: _Pending) -> None:
+    def _deliver_progress(self, pending: _Pending, slot: list[Any]) -> None:
         with self._lock:
-            args, pending.progress_args = pending.progress_args, None
-            pending.progress_queued = False
-        if args is not None and pending.progress is not None:
+            args = slot[0]
+            pending.progress_queued -= 1
+            if pending.tail is slot:  # no later value may be written into a delivery under way
+                pending.tail = None
+        if pending.progress is not None:
             pending.progress(*args)
 
     def _server_request(self, raw_id: Any, method: str, params: Any) -> None:

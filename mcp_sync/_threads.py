@@ -155,8 +155,9 @@ class Dispatcher:
     blocks the caller (a transport's reader thread):
 
     * :meth:`submit` always queues: it is for what a waiting request or the end of
-      the connection depends on, and the engine keeps those few (at most one
-      progress callback per request is ever queued: later values are coalesced).
+      the connection depends on, and the engine bounds those (at most
+      ``MAX_QUEUED_PROGRESS`` progress deliveries per request wait: past that,
+      later values are coalesced).
     * :meth:`offer` queues unless ``max_queued`` callbacks already wait; then the
       callback is dropped, counted in :attr:`dropped` and a warning is logged once
       per overflow. Notifications go this way, so a server cannot grow the queue

@@ -29,6 +29,7 @@ Errors the server sent and errors made locally are different classes: only
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 
@@ -51,6 +52,57 @@ class MCPError(Exception):
         self.message = message
         self.method = method
         self.request_id = request_id
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle every subclass, wherever defined, with its attributes (issue #18.18).
+
+        ``BaseException`` pickles as ``cls(*self.args)``, which fails for any
+        class whose ``__init__`` takes keywords (``ServerError(code, message)``,
+        ``HandlerError(..., handler=...)``): an error raised in a
+        ``ProcessPoolExecutor`` worker then reaches the parent as a TypeError.
+        Rebuilding without ``__init__`` from ``args`` and ``__dict__`` works for
+        any signature. An attribute that cannot be pickled (a result holding a
+        lock) becomes None and is named in ``__notes__``; ``__cause__`` goes
+        along when it pickles.
+
+        Example::
+
+            e = pickle.loads(pickle.dumps(mcp_sync.ServerError(-32000, "boom", method="tools/call")))
+            assert (e.code, e.message, e.method) == (-32000, "boom", "tools/call")
+        """
+        state: dict[str, Any] = {}
+        dropped: list[str] = []
+        for name, value in self.__dict__.items():
+            if _picklable(value):
+                state[name] = value
+            else:
+                state[name] = None
+                dropped.append(f"{name} ({type(value).__name__})")
+        if dropped:
+            notes = [*state.get("__notes__", ()), f"not pickled, set to None: {', '.join(dropped)}"]
+            state["__notes__"] = notes
+        cause = self.__cause__ if _picklable(self.__cause__) else None
+        return (_rebuild_error, (type(self), self.args, state, cause))
+
+
+def _picklable(value: Any) -> bool:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return True  # the common case, without serialising twice
+    try:
+        pickle.dumps(value)
+    except Exception:  # any failure (TypeError, PicklingError, a __reduce__ raising) means "no"
+        return False
+    return True
+
+
+def _rebuild_error(cls: type[MCPError], args: tuple[Any, ...], state: dict[str, Any], cause: Any) -> MCPError:
+    """Unpickle an MCPError: create it without running ``__init__`` (whose signature varies)."""
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    if cause is not None:
+        error.__cause__ = cause
+    return error
 
 
 class ServerError(MCPError):

@@ -20,7 +20,7 @@ from test_engine import Wire as BaseWire
 
 import mcp_sync
 from mcp_sync import _engine, _threads, cancellation
-from mcp_sync._engine import Engine
+from mcp_sync._engine import MAX_QUEUED_PROGRESS, Engine
 from mcp_sync._ids import normalize_id
 from mcp_sync._threads import Dispatcher
 
@@ -277,8 +277,8 @@ def test_max_total_timeout_is_the_hard_bound() -> None:
     error = call.join().error
     assert isinstance(error, mcp_sync.RequestTimeout) and "max_total_timeout" in str(error)
     assert call.ended_at is not None and 0.7 < call.ended_at - started < 2.0
-    # the timed-out request was cancelled on the wire
-    assert any(m.get("method") == "notifications/cancelled" for m in wire.sent)
+    # the timed-out request was cancelled on the wire (by the background writer: #17.9)
+    wait_for(lambda: any(m.get("method") == "notifications/cancelled" for m in wire.sent))
     engine.close()
 
 
@@ -308,7 +308,9 @@ def test_notifications_beyond_the_bound_are_dropped_and_counted() -> None:
     dispatcher.stop()
 
 
-def test_progress_is_coalesced_while_callbacks_are_behind() -> None:
+def test_progress_is_coalesced_only_past_the_bound_while_callbacks_are_behind() -> None:
+    """#18.19: every value up to MAX_QUEUED_PROGRESS waiting is delivered in order (a burst was
+    coalesced to one); past it the newest value replaces the last waiting one."""
     release = threading.Event()
     block = Dispatcher("wire")
     block.submit(release.wait, 10)  # the dispatch thread is busy
@@ -317,13 +319,14 @@ def test_progress_is_coalesced_while_callbacks_are_behind() -> None:
     call = Call(engine, timeout=10, progress=lambda p, total, message: got.append(p))
     wait_for(lambda: bool(wire.requests()))
     request = wire.requests()[0]
-    for step in range(1000):
+    for step in range(3 * MAX_QUEUED_PROGRESS):
         engine.message({"jsonrpc": "2.0", "method": "notifications/progress",
                         "params": {"progressToken": request["params"]["_meta"]["progressToken"], "progress": step}})
     engine.message({"jsonrpc": "2.0", "id": request["id"], "result": {}})
     release.set()
     call.join()
-    assert got[-1] == 999 and len(got) <= 2  # latest value delivered, before the answer
+    # the first MAX_QUEUED_PROGRESS in order, the last of them replaced by the latest value, all before the answer
+    assert got == [*range(MAX_QUEUED_PROGRESS - 1), 3 * MAX_QUEUED_PROGRESS - 1]
     engine.close()
     block.stop()
 
@@ -431,6 +434,7 @@ def test_an_async_exception_in_a_waiting_thread_cancels_its_request() -> None:
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(Stop))
     call.join(5)
     assert isinstance(call.error, Stop)
+    wait_for(lambda: any(m.get("method") == "notifications/cancelled" for m in wire.sent))  # in the background
     cancels = [m for m in wire.sent if m.get("method") == "notifications/cancelled"]
     assert [c["params"]["requestId"] for c in cancels] == [request_id]
     later = Call(engine, timeout=5)
@@ -613,3 +617,39 @@ def test_the_deadline_counts_from_before_the_write() -> None:
         engine.request("tools/list", {}, timeout=0.4)
     assert time.monotonic() - started < 0.9  # 0.6 s writing + at most a moment, not 0.6 + 0.4
     engine.close()
+
+
+def test_a_cancellation_write_that_blocks_never_holds_the_caller() -> None:
+    """#17.9: the notice of a timed-out request was written on the caller's thread after its
+    deadline (1 s more on a stuck stdio pipe; a hung HTTP POST: its whole timeout). It now goes
+    to one background writer: the call returns at its deadline, at most MAX_QUEUED_CANCELS
+    notices wait (the rest are dropped) and close() ends the writer."""
+    release = threading.Event()
+
+    class StuckNotices(Wire):
+        def send(self, message: dict, *, headers: Any = None) -> None:
+            if message.get("method") == "notifications/cancelled":
+                release.wait(10)  # a POST to a server that does not answer
+            super().send(message, headers=headers)
+
+    wire, engine = started_engine(StuckNotices())
+    try:
+        for _ in range(3):
+            started = time.monotonic()
+            with pytest.raises(mcp_sync.RequestTimeout):
+                engine.request("tools/call", {}, timeout=0.2)
+            assert time.monotonic() - started < 0.2 + 0.3  # was 0.2 + however long the write blocks
+        threads_before = threading.active_count()
+        calls = [Call(engine, timeout=0.05) for _ in range(2 * _engine.MAX_QUEUED_CANCELS)]
+        for call in calls:
+            assert isinstance(call.join().error, mcp_sync.RequestTimeout)
+        assert threading.active_count() <= threads_before  # one writer, not a thread per notice
+        assert len(engine._cancels) <= _engine.MAX_QUEUED_CANCELS
+        release.set()
+        wait_for(lambda: not engine._cancel_writing)
+        cancels = [m for m in wire.sent if m.get("method") == "notifications/cancelled"]
+        assert 3 <= len(cancels) <= 1 + _engine.MAX_QUEUED_CANCELS
+    finally:
+        release.set()
+        engine.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("mcp_sync-cancel")]

@@ -6,6 +6,7 @@ BadBody errors (which the transports turn into ProtocolError)."""
 from __future__ import annotations
 
 import gzip
+import itertools
 import time
 from typing import Iterator
 
@@ -77,6 +78,61 @@ def test_byte_by_byte_equals_one_chunk(data: bytes) -> None:
     assert parse([data[i : i + 1] for i in range(len(data))]) == parse([data])
 
 
+@PROFILE
+@given(stream_bytes)
+def test_a_cut_at_every_byte_position_gives_the_same_events(data: bytes) -> None:
+    """Every two-chunk split, not a few random ones: a boundary that matters (CRLF then LF, issue
+    #18.8) must not depend on the generator happening to cut there."""
+    whole = parse([data])
+    for i in range(len(data) + 1):
+        assert parse([data[:i], data[i:]]) == whole, i
+
+
+@PROFILE
+@given(st.lists(st.sampled_from(ALPHABET) | st.binary(max_size=8), max_size=60))
+def test_chunks_cut_at_token_boundaries_give_the_same_events(chunks: list[bytes]) -> None:
+    """Chunks drawn as whole tokens (so a chunk often ends in CR, LF or CRLF exactly and the next
+    starts with one) give the events of the joined stream."""
+    assert parse(chunks) == parse([b"".join(chunks)])
+
+
+#: A small universe searched exhaustively: a field line, a comment, every line end.
+TOKENS = [b"data:x", b":c", b"\r", b"\n", b"\r\n"]
+
+
+def test_every_short_stream_cut_anywhere_gives_the_same_events() -> None:
+    """Every stream of up to 5 tokens, cut once at every byte and split byte by byte, parses as
+    the whole: exhaustive, so a boundary case (CRLF ending a chunk then LF, #18.8) cannot hide
+    behind what a random generator happens to draw."""
+    for n in range(1, 6):
+        for tokens in itertools.product(TOKENS, repeat=n):
+            data = b"".join(tokens)
+            whole = parse([data])
+            assert parse([data[i : i + 1] for i in range(len(data))]) == whole, data
+            for i in range(1, len(data)):
+                assert parse([data[:i], data[i:]]) == whole, (data, i)
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        [b"data: x\r\n", b"\n"],
+        [b"data: x\r\n", b"", b"\n"],
+        [b"data: x\r\n", b"\ndata: y\n\n"],
+        [b"data: x\r", b"\n", b"\n"],
+        [b"data: x\r", b"\n\n"],
+        [b"data: x\r", b"\r"],
+        [b"data: x\n\r", b"\ndata: y\r\n\r\n"],
+    ],
+)
+def test_crlf_at_the_end_of_a_chunk_then_lf(chunks: list[bytes]) -> None:
+    """Issue #18.8: a chunk ending in a complete CRLF made the parser skip the next chunk's LF
+    as if it were that CRLF's, losing the blank line that dispatches the event."""
+    joined = b"".join(chunks)
+    assert parse(chunks) == parse([joined])
+    assert next(e.data for e in sse_events(chunks, 100)) == "x"
+
+
 line_text = st.text(alphabet=st.characters(blacklist_characters="\r\n", blacklist_categories=["Cs"]), max_size=12)
 field_lines = st.lists(
     st.one_of(
@@ -104,7 +160,10 @@ def test_cr_lf_and_crlf_are_equivalent(lines: list[str], ends: list[str], cuts: 
         pieces.append(line + end)
         previous = end
     mixed = "".join(pieces).encode()
-    assert parse(split(mixed, cuts)) == parse([reference])
+    expected = parse([reference])
+    assert parse(split(mixed, cuts)) == expected
+    for i in range(len(mixed) + 1):  # and cut at every byte: a CRLF ending a chunk, then LF (#18.8)
+        assert parse([mixed[:i], mixed[i:]]) == expected, i
 
 
 def test_cr_only_stream_keeps_its_last_event() -> None:

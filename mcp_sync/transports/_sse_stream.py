@@ -139,7 +139,9 @@ def sse_events(chunks: Iterable[bytes], limit: int) -> Iterator[SseEvent]:
             else:
                 line = chunk[start:end]
             start = after
-            skip_lf = after == len(chunk) and chunk[end] == 13  # CR
+            # Only a CR that is the chunk's last byte may have its LF in the next chunk; a
+            # CRLF ending the chunk is complete, and an LF after it starts a new (blank) line.
+            skip_lf = end == len(chunk) - 1 and chunk[end] == 13  # CR
             if first_line:
                 first_line = False
                 line = line.removeprefix(b"\xef\xbb\xbf")  # a byte order mark opens the stream only
