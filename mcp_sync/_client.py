@@ -47,10 +47,10 @@ from .models import (
     ResourceTemplate,
     Tool,
 )
+from .transports.base import Transport, declared
 
 if TYPE_CHECKING:
     from ._engine import Engine
-    from .transports.base import Transport
 
 log = logging.getLogger("mcp_sync")
 
@@ -413,7 +413,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         engine = self._session.engine
         if self.state is ClientState.CLOSED or (engine is not None and not engine.alive):
             return None
-        pid = getattr(self.transport, "pid", None)
+        pid = declared(self.transport).pid
         return pid if isinstance(pid, int) else None
 
     def connect(

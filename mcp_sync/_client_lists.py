@@ -7,17 +7,15 @@ checked before the iterator is returned. See :mod:`._protocol.paging`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 from ._options import ProgressCallback, call_options
 from ._protocol import paging
+from ._protocol.session import Session
 from ._sentinels import USE_CLIENT_DEFAULT
 from ._values import Timeout
 from .cancellation import CancellationToken
 from .models import Page, Prompt, Resource, ResourceTemplate, Tool
-
-if TYPE_CHECKING:
-    from ._protocol.session import Session
 
 
 class ListingMethods:

@@ -6,17 +6,15 @@ they do, in both eras, is in :mod:`._protocol.tasks`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from ._options import call_options
 from ._protocol import tasks
+from ._protocol.session import Session
 from ._protocol.tasks import Task
 from ._sentinels import USE_CLIENT_DEFAULT
 from ._values import Timeout, check_json, check_tool_call
 from .cancellation import CancellationToken
-
-if TYPE_CHECKING:
-    from ._protocol.session import Session
 
 
 class TaskMethods:

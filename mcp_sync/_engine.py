@@ -46,7 +46,7 @@ from .exceptions import (
     ServerRequestError,
     server_error_from,
 )
-from .transports.base import Transport
+from .transports.base import Transport, declared
 
 log = logging.getLogger("mcp_sync")
 _CANCEL_WRITE_TIMEOUT = 1.0  # seconds a background notifications/cancelled write may block
@@ -178,7 +178,8 @@ class Engine:
         on_session_renewed: Callable[[], None] | None = None,
     ) -> None:
         self.transport = transport
-        self.name = getattr(transport, "name", "server")
+        self.name = transport.name
+        features = declared(transport)
         self.on_notification = on_notification
         self.on_server_request = on_server_request
         #: Runs on the reader thread before a notification is queued: must be quick
@@ -208,13 +209,11 @@ class Engine:
         self._started = False
         #: ``send_inline(message, headers=..., deadline=...)``: a transport that can read a
         #: request's answer on the requesting thread (see HttpTransport.send_inline).
-        self._send_inline: Callable[..., None] | None = getattr(transport, "send_inline", None)
+        self._send_inline: Callable[..., None] | None = features.send_inline if features.inline_sends else None
         # A transport whose send can block (stdio: a server that stops reading its stdin) takes
-        # the request's deadline for the write; one without the keyword is called as before. (8.1)
-        send_code = getattr(getattr(transport.send, "__func__", transport.send), "__code__", None)
-        self._send_takes_timeout = send_code is not None and "timeout" in send_code.co_varnames[
-            : send_code.co_argcount + send_code.co_kwonlyargcount
-        ]
+        # the request's deadline for the write; one that declares no bound is called without. (8.1)
+        self._send_takes_timeout = features.bounded_writes
+        self._diagnostics = features.diagnostics
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -423,11 +422,8 @@ class Engine:
         """Append what the transport knows (skipped lines, last stderr lines) to ``error``. (9.12)"""
         if self._closed_by_client and isinstance(error, ConnectionClosed):
             return
-        diagnostics = getattr(self.transport, "diagnostics", None)
-        if not callable(diagnostics):
-            return
         try:
-            text = diagnostics()
+            text = self._diagnostics()
         except Exception:
             log.debug("mcp_sync: the %s transport's diagnostics() failed", self.name, exc_info=True)
             return

@@ -1,12 +1,10 @@
-"""What a client is called: :func:`default_name` and :func:`describe_target` tell
-clients apart in reprs, thread names and logger names; :func:`name_from_command`
-names a stdio server after what it runs, not the interpreter that runs it."""
+"""What a stdio server is called: :func:`name_from_command` names it after what it
+runs, not the interpreter that runs it (its client's reprs, thread and logger names)."""
 
 from __future__ import annotations
 
 import os
-import shlex
-from typing import Any, Sequence
+from typing import Sequence
 
 # -- names -------------------------------------------------------------------------------
 
@@ -70,29 +68,3 @@ def name_from_command(command: str, args: Sequence[str]) -> str:
             return name
         i += 1
     return _name_of_path(base) or "server"
-
-
-def default_name(transport: Any) -> str:
-    """What a client is called when ``name=`` is not given: see ``Client.name``."""
-    command = getattr(transport, "command", None)
-    if isinstance(command, str):
-        return name_from_command(command, list(getattr(transport, "args", ()) or ()))
-    return str(getattr(transport, "name", "") or "server")
-
-
-def describe_target(transport: Any) -> str:
-    """The command line, or the URL without credentials or query (never a secret)."""
-    from urllib.parse import urlsplit
-
-    command = getattr(transport, "command", None)
-    if isinstance(command, str):
-        line = shlex.join([command, *map(str, getattr(transport, "args", ()) or ())])
-        return line if len(line) <= 120 else line[:117] + "..."
-    url = getattr(transport, "url", None)
-    if isinstance(url, str):
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        if parts.port:
-            host = f"{host}:{parts.port}"
-        return f"{parts.scheme}://{host}{parts.path}"
-    return type(transport).__name__

@@ -14,6 +14,7 @@ import pytest
 
 import mcp_sync
 from mcp_sync._protocol.cache import ResultCache, params_key
+from mcp_sync.transports.base import BaseTransport
 
 from conftest import PY, fault_args
 
@@ -36,7 +37,7 @@ def received(client: mcp_sync.Client) -> int:
     return int(client.call_tool("counter").text)
 
 
-class FakeTransport:
+class FakeTransport(BaseTransport):
     """An in-memory Transport: ``handler(method, params)`` returns a result dict, or
     ``{"error": {...}}`` for an error answer. Answers synchronously from ``send``."""
 

@@ -12,6 +12,7 @@ import time
 import pytest
 
 import mcp_sync
+
 from conftest import PY
 
 #: Reads nothing, answers nothing, exits after a minute (close() ends it long before).

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 from .._engine import Engine
 from .._threads import Dispatcher
 from ..exceptions import Cancelled, ClientStateError, ConnectionClosed, RequestTimeout
+from ..transports.base import BaseTransport, declared
 from .hosted_tasks import HostedTasks
 from .resources import Attempt, Resources, SubscriptionRegistry, collect
 
@@ -119,9 +120,7 @@ class Connection:
         hooks: ConnectionHooks,
         make_subscriptions: Callable[[Connection], SubscriptionRegistry],
     ) -> None:
-        from .._names import default_name, describe_target
-
-        if callable(transport) and not hasattr(transport, "send"):  # a factory, not a transport object
+        if callable(transport) and not isinstance(transport, BaseTransport):  # a factory, not a transport
             self.factory: Callable[[], Transport] | None = transport if restart else None
             self.transport_factory: Callable[[], Transport] = transport
             self.reopenable = True
@@ -133,8 +132,8 @@ class Connection:
             self.reopenable = False
         self._spare: Transport | None = first  # the transport the next connect uses first
         self.transport: Transport = first
-        self.name = name or default_name(first)
-        self.target = describe_target(first)
+        self.name = name or first.name or "server"
+        self.target = declared(first).target or type(first).__name__
         self.lifecycle = lifecycle
         self.timeout = timeout
         self.hooks = hooks

@@ -10,8 +10,6 @@
   ``close()`` can fail it at once.
 * :func:`weakly` wraps a client method for the engine's callbacks without
   keeping the client alive.
-* :func:`default_name` and :func:`describe_target` tell clients apart in
-  reprs and logger names.
 """
 
 from __future__ import annotations

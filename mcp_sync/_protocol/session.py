@@ -32,6 +32,7 @@ from ..exceptions import (
     MCPError,
     ProtocolError,
 )
+from ..transports.base import declared
 from .cache import CACHEABLE_METHODS, ResultCache, is_retry
 from .connection import ClientState, Connection
 from .handlers import Handlers
@@ -290,7 +291,7 @@ class Session:
     def auth_context(self, engine: Engine | None = None) -> Any:
         """C5: the key of the credentials in use (the transport's ``auth_context``; stdio has none)."""
         engine = engine or self.connection.res.engine
-        context = getattr(engine.transport, "auth_context", None) if engine is not None else None
+        context = declared(engine.transport).auth_context if engine is not None else None
         try:
             hash(context)
         except TypeError:
@@ -321,7 +322,7 @@ class Session:
         negotiated, engine = self.connection.negotiated, self.connection.res.engine
         if negotiated is None or negotiated.era != "modern" or engine is None:
             return False
-        return bool(getattr(engine.transport, "mirrors_param_headers", False))
+        return declared(engine.transport).mirrors_param_headers
 
     def clear_cache(self) -> None:
         if self.cache is not None:

@@ -46,6 +46,7 @@ from .._urls import redact_url
 from .._version import __version__
 from ..exceptions import AuthorizationError, ConnectionClosed, MCPError, ProtocolError
 from ._sse_stream import BadBody, SseEvent, decoded_chunks, read_bounded, sse_events
+from .base import BaseTransport
 
 log = logging.getLogger("mcp_sync.http")
 
@@ -440,7 +441,7 @@ class _Session(requests.Session):
 # -- the shared base -----------------------------------------------------------------
 
 
-class HttpBase:
+class HttpBase(BaseTransport):
     """Session, threads and exchanges shared by HttpTransport and SseTransport."""
 
     def __init__(
@@ -466,6 +467,7 @@ class HttpBase:
             raise ValueError(f"ambiguous URL {redact_url(url)!r}: {exc}") from None
         self.url = url
         self.safe_url = redact_url(url)  # what messages, logs and reprs show
+        self.target = _target_of(url)
         self.headers = dict(headers or {})
         self.auth = auth
         self.max_message_bytes = max_message_bytes
@@ -861,3 +863,12 @@ def _retry_after(response: requests.Response, default: float) -> float | None:
     if not delay <= RETRY_AFTER_CAP:  # also NaN
         return None
     return max(0.0, delay)
+
+
+def _target_of(url: str) -> str:
+    """The URL for a client's repr: scheme, host, port and path (never credentials or a query)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return f"{parts.scheme}://{host}{parts.path}"

@@ -8,7 +8,7 @@ or runs user code. Any object with these methods can be given to
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 if TYPE_CHECKING:
     from ..exceptions import ConnectionClosed, MCPError
@@ -31,17 +31,15 @@ class MessageSink(Protocol):
 
 
 class Transport(Protocol):
-    """The three-and-a-bit methods the engine needs from a transport.
+    """The methods the engine needs from a transport.
 
     ``send`` must not block for the answer: answers arrive through the sink.
     ``abort`` ends one request at the transport level and returns True when that
     *is* the cancellation (modern Streamable HTTP closes the response stream);
     False tells the engine to send ``notifications/cancelled`` instead.
     ``configure`` is told the era and protocol version once they are known.
-    A transport may also take ``send(..., timeout=seconds)`` to bound the write
-    itself (RequestTimeout when it cannot finish), and offer ``diagnostics() -> str``:
-    what the server said that may explain a silence or an exit (stray output, its
-    last stderr lines), or ``""``; the engine appends it to its errors.
+    What a transport can do beyond these it declares by deriving from
+    :class:`BaseTransport` and setting its attributes; nobody probes for them.
     """
 
     name: str
@@ -56,3 +54,70 @@ class Transport(Protocol):
 
     def close(self) -> None: ...
 
+
+class BaseTransport:
+    """What a transport may declare beyond :class:`Transport`'s methods; each default means "no".
+
+    mcp_sync's transports derive from it and set what they can do; a transport of
+    your own may too. An object that does not derive from it is taken as
+    declaring nothing (see :func:`declared`).
+
+    Example::
+
+        class MyTransport(BaseTransport):
+            name = "my-server"
+            target = "my://server"
+            def start(self, sink): ...
+            def send(self, message, *, headers=None): ...
+            def abort(self, request_id): return False
+            def configure(self, *, era, protocol_version): ...
+            def close(self): ...
+    """
+
+    #: what thread and logger names call the server
+    name: str = "server"
+    #: what it connects to, for reprs and errors (a command line, a URL without secrets)
+    target: str = ""
+    #: the key of the credentials in use: private cached results are kept apart per key (HTTP)
+    auth_context: Any = None
+    #: ``send(message, headers=..., timeout=seconds)`` bounds the write itself (stdio: a server
+    #: that stops reading its stdin); RequestTimeout when it cannot finish in time
+    bounded_writes: bool = False
+    #: ``send_inline(message, headers=..., deadline=...)`` exchanges a request on the calling
+    #: thread, its answer still reaching the sink (Streamable HTTP: no thread per request)
+    inline_sends: bool = False
+    #: the arguments a listed tool marks with x-mcp-header go out as ``Mcp-Param-*`` headers
+    mirrors_param_headers: bool = False
+
+    @property
+    def pid(self) -> int | None:
+        """The server's process id while it runs (stdio); None otherwise."""
+        return None
+
+    def send_inline(
+        self, message: dict[str, Any], *, headers: Mapping[str, str] | None = None, deadline: float | None = None
+    ) -> None:
+        """Only where ``inline_sends`` is declared."""
+        raise NotImplementedError(f"{type(self).__name__} declares no inline sends")
+
+    def diagnostics(self) -> str:
+        """What the server said that may explain a silence or an exit (stray output, its last
+        stderr lines), or ``""``; the engine appends it to its errors."""
+        return ""
+
+
+#: What a transport that does not derive from BaseTransport declares: nothing.
+_NOTHING = BaseTransport()
+
+
+def declared(transport: object) -> BaseTransport:
+    """``transport``'s declared features: itself when it derives from BaseTransport, else the defaults."""
+    return transport if isinstance(transport, BaseTransport) else _NOTHING
+
+
+def command_target(command: str, args: Sequence[str]) -> str:
+    """A command line for reprs, at most 120 characters."""
+    import shlex
+
+    line = shlex.join([command, *map(str, args)])
+    return line if len(line) <= 120 else line[:117] + "..."

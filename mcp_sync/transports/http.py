@@ -169,6 +169,7 @@ class HttpTransport(LegacySession):
 
     #: The client mirrors x-mcp-header parameters only on this transport (checklist H8).
     mirrors_param_headers = True
+    inline_sends = True  # send_inline: a plain request is exchanged on the calling thread
 
     def __init__(
         self,

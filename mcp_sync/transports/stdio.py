@@ -31,7 +31,7 @@ from .._names import name_from_command
 from .._threads import join_quietly, spawn
 from ..exceptions import ConnectionClosed, ProtocolError, RequestTimeout
 from ._pipes import CAN_POLL, describe_exit, make_nonblocking, read_lines, top_level_id, write_until
-from .base import MessageSink
+from .base import BaseTransport, MessageSink, command_target
 
 log = logging.getLogger("mcp_sync.stdio")
 
@@ -109,7 +109,7 @@ def _cut(text: str) -> str:
     return text if len(text) <= _DIAGNOSTIC_CHARS else text[:_DIAGNOSTIC_CHARS] + "..."
 
 
-class StdioTransport:
+class StdioTransport(BaseTransport):
     """Runs ``command args`` and talks newline-delimited JSON-RPC over its pipes.
 
     ``stderr`` is where the server's stderr lines go: None (the default) writes
@@ -131,6 +131,8 @@ class StdioTransport:
         transport = StdioTransport("python", ["server.py"], stderr="log")
         client = mcp_sync.Client(transport)
     """
+
+    bounded_writes = True  # send(timeout=) bounds a write to a server that stops reading
 
     def __init__(
         self,
@@ -158,6 +160,7 @@ class StdioTransport:
         self.shutdown_timeout = shutdown_timeout
         self.write_timeout = write_timeout
         self.name = name or name_from_command(command, self.args)
+        self.target = command_target(command, self.args)
         self._process: subprocess.Popen[bytes] | None = None
         self._sink: MessageSink | None = None
         self._write_lock = threading.Lock()
