@@ -213,7 +213,6 @@ class Engine:
         # A transport whose send can block (stdio: a server that stops reading its stdin) takes
         # the request's deadline for the write; one that declares no bound is called without. (8.1)
         self._send_takes_timeout = features.bounded_writes
-        self._diagnostics = features.diagnostics
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -266,6 +265,7 @@ class Engine:
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
         on_request_id: Callable[[Any], None] | None = None,
+        checked: bool = False,
     ) -> dict[str, Any]:
         """Send a request and block for its result (a dict).
 
@@ -283,7 +283,9 @@ class Engine:
         bounds the whole wait whatever arrives. ``on_stream(method, params)``
         receives, on the dispatch thread, the notifications whose
         ``_meta["io.modelcontextprotocol/subscriptionId"]`` is this request's id
-        while it is open (``subscriptions/listen``).
+        while it is open (``subscriptions/listen``). ``checked=True`` says the params were
+        already checked for values JSON cannot carry (the facade checks what callers pass:
+        one walk of the arguments per call), so they are not walked again here.
         """
         # (K1, K3, T3, U3, 9.1, 9.19, 8.7)
         limit = _seconds(timeout, "timeout")
@@ -296,7 +298,7 @@ class Engine:
             )
         self._check_open(method)
         params = dict(params) if params else {}
-        bad = non_finite_path(params)
+        bad = None if checked else non_finite_path(params)
         if bad is not None:  # (9.4) never write invalid JSON; say where the value is
             raise ValueError(f"{method}: {bad} is not a finite number, which JSON cannot represent")
         request_id = next(self._ids)
@@ -423,7 +425,7 @@ class Engine:
         if self._closed_by_client and isinstance(error, ConnectionClosed):
             return
         try:
-            text = self._diagnostics()
+            text = declared(self.transport).diagnostics()
         except Exception:
             log.debug("mcp_sync: the %s transport's diagnostics() failed", self.name, exc_info=True)
             return

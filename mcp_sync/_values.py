@@ -57,6 +57,8 @@ def check_json(value: Any, label: str) -> None:
     Example: ``check_json({"a": float("nan")}, "call_tool('add'): argument")``
     raises ``ValueError: call_tool('add'): argument 'a' is nan; JSON has no NaN or Infinity``.
     """
+    if _plain_json(value):  # the common case: one walk, no paths built
+        return
     stack: list[tuple[str, Any]] = [("", value)]
     while stack:
         path, item = stack.pop()
@@ -77,6 +79,46 @@ def check_json(value: Any, label: str) -> None:
             stack.extend((f"{path}[{index}]", child) for index, child in enumerate(item))
         elif not isinstance(item, _JSON_SCALARS):
             raise TypeError(f"{_describe(label, path)} is a {type(item).__name__}, which JSON cannot carry")
+
+
+def _plain_json(value: Any) -> bool:
+    """True when ``value`` is JSON that :func:`check_json` accepts (iterative, builds nothing)."""
+    isfinite = math.isfinite
+    containers: list[Any] = [value]
+    while containers:
+        item = containers.pop()
+        if isinstance(item, dict):
+            for key in item:
+                if type(key) is not str or not (key.isascii() or _encodes(key)):
+                    return False
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            children = (item,)
+        for child in children:
+            kind = type(child)
+            if kind is str:
+                if not (child.isascii() or _encodes(child)):
+                    return False
+            elif kind is int or kind is bool or child is None:
+                continue
+            elif kind is float:
+                if not isfinite(child):
+                    return False
+            elif isinstance(child, (dict, list, tuple)):
+                containers.append(child)
+            else:
+                return False  # anything else: the detailed walk says what and where
+    return True
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _check_text(text: str, label: str, path: str) -> None:

@@ -11,9 +11,10 @@ import pytest
 
 import mcp_sync
 from mcp_sync._engine import Engine
+from mcp_sync.transports.base import BaseTransport
 
 
-class Wire:
+class Wire(BaseTransport):
     """An in-memory transport: records what is sent, answers nothing by itself."""
 
     name = "wire"

@@ -293,3 +293,23 @@ def test_sdk_elicitation_over_http(sdk_http_url: str, mode: str, no_leaks: None)
     with mcp_sync.Client.http(sdk_http_url, mode=mode, on_elicitation=accept_name) as client:
         assert client.era == ("modern" if mode == "auto" else "legacy")
         assert client.call_tool("ask_name", {}).text == "Hello, Zed"
+
+
+def test_a_handler_failure_is_attributed_to_the_call_still_in_flight() -> None:
+    """A legacy handler failure goes to the one call in flight, even after other calls ended first.
+
+    Every call's failure list starts empty; the old code removed the first *equal* list when a
+    call ended, so call A ending took call B's place away and a failure during B was lost.
+    """
+    from mcp_sync._protocol.handlers import Handlers
+
+    handlers = Handlers(on_sampling=lambda params: {})
+    failure = mcp_sync.HandlerError("on_sampling raised", handler="on_sampling", method="sampling/createMessage")
+    call_a, call_b = handlers.attributing_failures(), handlers.attributing_failures()
+    call_b.__enter__()
+    call_a.__enter__()
+    call_a.__exit__(None, None, None)  # A (the later one) answered; B is now the only call in flight
+    handlers.failed(failure)
+    with pytest.raises(mcp_sync.HandlerError) as raised:
+        call_b.__exit__(None, None, None)
+    assert raised.value is failure

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import attrs
 
@@ -243,20 +243,36 @@ class Handlers:
             if len(self._calls) == 1:
                 self._calls[0].append(error)
 
-    @contextlib.contextmanager
-    def attributing_failures(self) -> Iterator[None]:
-        """Around a call: if a handler failed while it was the only call in flight, it raises that HandlerError."""
-        failures: list[HandlerError] = []
-        with self._calls_lock:
-            self._calls.append(failures)
-        try:
-            yield
-        except MCPError:
-            if failures:
-                raise failures[0]  # noqa: B904 - the server's answer stays as __context__
-            raise
-        finally:
-            with self._calls_lock:
-                self._calls.remove(failures)
-        if failures:
-            raise failures[0]
+    def attributing_failures(self) -> contextlib.AbstractContextManager[None]:
+        """Around a call: if a handler failed while it was the only call in flight, it raises that HandlerError.
+
+        A client with no handler has nothing to attribute: the call pays for nothing.
+        """
+        if self.on_elicitation is None and self.on_sampling is None and self.on_roots is None:
+            return contextlib.nullcontext()
+        return _Attribution(self)
+
+
+class _Attribution:
+    """One call's place in :attr:`Handlers._calls` while it is in flight (see ``attributing_failures``)."""
+
+    __slots__ = ("_failures", "_handlers")
+
+    def __init__(self, handlers: Handlers) -> None:
+        self._handlers = handlers
+        self._failures: list[HandlerError] = []
+
+    def __enter__(self) -> None:
+        with self._handlers._calls_lock:
+            self._handlers._calls.append(self._failures)
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+        calls = self._handlers._calls
+        with self._handlers._calls_lock:
+            # by identity: every call's list starts empty, and equal lists must not be confused
+            for index, each in enumerate(calls):
+                if each is self._failures:
+                    del calls[index]
+                    break
+        if self._failures and (error is None or isinstance(error, MCPError)):
+            raise self._failures[0]  # the server's answer, if any, stays as __context__

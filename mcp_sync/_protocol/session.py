@@ -232,6 +232,7 @@ class Session:
             headers=options.headers, on_stream=options.on_stream,
             reset_timeout_on_progress=options.reset_timeout_on_progress,
             max_total_timeout=options.max_total_timeout, on_request_id=options.on_request_id,
+            checked=True,  # the facade checked every value it was given (CallOptions, check_json)
         )
 
     def send_cached(self, method: str, params: dict[str, Any] | None, options: CallOptions = DEFAULT
