@@ -778,7 +778,7 @@ def _cancelled_text(text: str, reason: str | None) -> str:
 
 
 def _copy_closed(error: ConnectionClosed, method: str | None, request_id: Any) -> ConnectionClosed:
-    """A per-request copy of the connection's end (same class, exit code and stderr)."""
+    """A per-request copy of the connection's end (same class, exit code, stderr, unread input)."""
     try:
         return type(error)(
             error.message,
@@ -786,7 +786,8 @@ def _copy_closed(error: ConnectionClosed, method: str | None, request_id: Any) -
             stderr_tail=error.stderr_tail,
             method=method,
             request_id=request_id,
+            unread_input=error.unread_input,
         )
     except Exception:  # a subclass with another constructor
         return ConnectionClosed(error.message, exit_code=error.exit_code, stderr_tail=error.stderr_tail,
-                                method=method, request_id=request_id)
+                                method=method, request_id=request_id, unread_input=error.unread_input)

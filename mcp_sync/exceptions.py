@@ -245,7 +245,9 @@ class Cancelled(MCPError):
 class ConnectionClosed(MCPError):
     """The connection ended while the request waited (process exit, broken stream).
 
-    For stdio, ``exit_code`` and ``stderr_tail`` tell how the server went.
+    For stdio, ``exit_code`` and ``stderr_tail`` tell how the server went, and
+    ``unread_input`` how many bytes of what the client wrote it never read (a
+    server that exits at start, before reading anything, leaves them all).
 
     Example::
 
@@ -263,10 +265,12 @@ class ConnectionClosed(MCPError):
         stderr_tail: str = "",
         method: str | None = None,
         request_id: Any = None,
+        unread_input: int = 0,
     ) -> None:
         super().__init__(message, method=method, request_id=request_id)
         self.exit_code = exit_code
         self.stderr_tail = stderr_tail
+        self.unread_input = unread_input
 
 
 class SessionExpiredError(ConnectionClosed):

@@ -206,8 +206,13 @@ class Lifecycle:
             note = _probe_note(exc)
             return self._handshake_after_probe(engine, (legacy or [LATEST_LEGACY])[0], budget, restart, note)
         except _NotModern as exc:
-            log.debug("mcp_sync: probe says legacy (%s); falling back to initialize", exc.cause)
-            note = _probe_note(exc.cause)
+            cause = exc.cause
+            if isinstance(cause, ConnectionClosed) and cause.unread_input:
+                # It exited without reading the probe: it exits at start, whatever it is sent.
+                # Starting it again would only fail the same way (and run it twice).
+                raise cause from None
+            log.debug("mcp_sync: probe says legacy (%s); falling back to initialize", cause)
+            note = _probe_note(cause)
             return self._handshake_after_probe(engine, LATEST_LEGACY, budget, restart, note)
 
     def _modern_from(self, engine: Engine, probe: _InFlight, version: str, budget: _Budget) -> Negotiated:
@@ -457,8 +462,9 @@ def _probe_note(error: BaseException) -> str:
 
 
 def _with_note(error: BaseException, note: str) -> BaseException:
-    """Add ``note`` (what the era probe found) to an MCPError's message, in place."""
-    if isinstance(error, MCPError) and note not in error.message:
+    """Add ``note`` (what the era probe found) to an MCPError's message, in place (not when the
+    probe found the very same thing: a message says each thing once)."""
+    if isinstance(error, MCPError) and note not in error.message and not note.endswith(error.message):
         error.message = f"{error.message} ({note})"
         error.args = (error.message, *error.args[1:])
     return error

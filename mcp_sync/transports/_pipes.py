@@ -117,6 +117,20 @@ def write_until(fd: int, data: memoryview, deadline: float, stopped: Callable[[]
     return written
 
 
+def unread_bytes(fd: int) -> int:
+    """How many bytes written to the pipe ``fd`` nobody has read yet (0 where the OS cannot say)."""
+    try:
+        import array
+        import fcntl
+        import termios
+
+        count = array.array("i", [0])
+        fcntl.ioctl(fd, termios.FIONREAD, count, True)
+        return int(count[0])
+    except (ImportError, OSError, ValueError):  # not a POSIX pipe, or already closed
+        return 0
+
+
 def describe_exit(code: int | None) -> str:
     """``"exited with code 3"``, ``"was killed by SIGKILL"`` or ``"exited"`` (code unknown)."""
     if code is None:

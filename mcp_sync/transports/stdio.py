@@ -30,7 +30,7 @@ from typing import IO, Any, Callable, Mapping, Sequence, Union
 from .._names import name_from_command
 from .._threads import join_quietly, spawn
 from ..exceptions import ConnectionClosed, ProtocolError, RequestTimeout
-from ._pipes import CAN_POLL, describe_exit, make_nonblocking, read_lines, top_level_id, write_until
+from ._pipes import CAN_POLL, describe_exit, make_nonblocking, read_lines, top_level_id, unread_bytes, write_until
 from .base import BaseTransport, MessageSink, command_target
 
 log = logging.getLogger("mcp_sync.stdio")
@@ -90,8 +90,14 @@ _DIAGNOSTIC_CHARS = 200
 _ID_SCAN_BYTES = 1 << 20  # how much of an oversized line is searched for its top-level id
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)  # built once; never NaN
 _ENV_HINT = (
-    "it gets only an allow-listed environment (see Client.stdio): if it needs more, "
-    "pass env={...} or inherit_env=True"
+    "it sees only an allow-listed environment: give it the variables it needs "
+    '(env={...} or inherit_env=True in Python, "env" in a config entry)'
+)
+#: Words in a server's last stderr lines that say it missed a setting (compared lower-cased,
+#: as plain substrings: linear in the text). Only then is the environment hint given.
+_MISSING_SETTING = (
+    "environment", "env var", "not set", "is required", "are required", "missing", "api key", "api_key",
+    "apikey", "token", "credential", "keyerror", "undefined variable",
 )
 
 
@@ -204,8 +210,8 @@ class StdioTransport(BaseTransport):
                 **popen_kwargs,
             )
         except OSError as exc:
-            hint = "" if self.inherit_env else f" ({_ENV_HINT})"
-            raise ConnectionClosed(f"could not start MCP server {self.command!r}: {exc}{hint}") from exc
+            where = "is it installed, and on PATH?" if isinstance(exc, FileNotFoundError) else str(exc)
+            raise ConnectionClosed(f"could not start MCP server {self.command!r}: {where}") from exc
         process = self._process
         assert process.stdin is not None and process.stdout is not None and process.stderr is not None
         for pipe in (process.stdin, process.stdout, process.stderr):
@@ -517,16 +523,24 @@ class StdioTransport(BaseTransport):
         for thread in stderr_threads:  # let the last stderr lines arrive
             join_quietly(thread, 0.2)
         tail = "\n".join(self._stderr_tail)
+        unread = 0
+        if process is not None and process.stdin is not None and not process.stdin.closed:
+            unread = unread_bytes(process.stdin.fileno())
         if self._closing:
             message = f"{what}: the client closed it"
         else:
-            message = f"{what}: {self.name} {describe_exit(code)}"
-            if not self._answered and not self.inherit_env:
-                message += f" before answering anything ({_ENV_HINT})"
+            who = self.name if self.target.startswith(self.name) else f"{self.name} ({self.target})"
+            message = f"{what}: {who} {describe_exit(code)}"
+            if not self._answered:
+                message += " before answering anything"
+                # The hint only where it may help: the server said it misses a setting, or said nothing.
+                lowered = tail[-4000:].lower()
+                if not self.inherit_env and (not tail.strip() or any(word in lowered for word in _MISSING_SETTING)):
+                    message += f" ({_ENV_HINT})"
             diagnostics = self.diagnostics()  # the engine adds it only where it is missing
             if diagnostics:
                 message += f"\n{diagnostics}"
-        return ConnectionClosed(message, exit_code=code, stderr_tail=tail)
+        return ConnectionClosed(message, exit_code=code, stderr_tail=tail, unread_input=unread)
 
     def __repr__(self) -> str:
         return f"<StdioTransport {self.name!r} pid={self.pid}>"
