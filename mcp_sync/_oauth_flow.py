@@ -15,6 +15,7 @@ import json
 import re
 import secrets
 import socket
+import time
 from typing import Any, Callable, ContextManager, Mapping
 from urllib.parse import parse_qs, quote, urlencode, urljoin, urlsplit, urlunsplit
 
@@ -141,6 +142,8 @@ def _port(parts: Any) -> int:
     except ValueError:
         return 0
 
+
+
 _PARAM = re.compile(r'\s*,?\s*([A-Za-z0-9_.\-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]*)')
 
 
@@ -148,29 +151,54 @@ _PARAM = re.compile(r'\s*,?\s*([A-Za-z0-9_.\-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]
 
 
 class Http:
-    """Bounded, time-limited HTTP for the flow: bodies capped at MAX_BODY, every call
-    with a timeout, every URL checked against ``policy`` (SSRF guards) when one is
-    given. POSTs follow no redirect (a token endpoint has no business redirecting,
-    and following one could carry a client secret elsewhere); metadata GETs follow
-    at most MAX_REDIRECTS within the origin, and refuse a cross-origin one."""
+    """Bounded, time-limited HTTP for the flow: bodies capped at MAX_BODY (after
+    decompression), every exchange ended at its deadline, every URL checked against
+    ``policy`` (SSRF guards) when one is given. POSTs follow no redirect (a token
+    endpoint has no business redirecting, and following one could carry a client
+    secret elsewhere); metadata GETs follow at most MAX_REDIRECTS within the origin,
+    and refuse a cross-origin one.
 
-    def __init__(self, timeout: float, policy: UrlPolicy | None = None) -> None:
+    Each exchange (connect, headers and body together) ends ``timeout`` seconds after
+    it starts, or at ``deadline`` (``time.monotonic()``, the whole flow's) if that
+    comes first. A socket timeout alone would not do: it bounds each read, and a server
+    sending a byte a second never trips it. The transports' watchdog
+    (:class:`~mcp_sync.transports._http_common.Deadlines`) shuts the socket down at the
+    deadline, which ends a blocked connect or read at once.
+
+    Example::
+
+        http = Http(5.0, UrlPolicy("https://mcp.example.com/mcp"))
+        try:
+            meta = http.get_json("https://mcp.example.com/.well-known/oauth-protected-resource")
+        finally:
+            http.close()
+    """
+
+    def __init__(self, timeout: float, policy: UrlPolicy | None = None, *, deadline: float | None = None) -> None:
         import requests  # lazily: importing mcp_sync must not import requests
+
+        from .transports._http_common import Deadlines, _TrackingAdapter
 
         self.timeout = timeout
         self.policy = policy
+        self.deadline = deadline
+        self._deadlines = Deadlines("oauth")
         self.session = requests.Session()
         self.session.headers["Accept"] = "application/json"
+        self.session.headers["Accept-Encoding"] = "gzip, deflate"  # what decoded_chunks can bound
+        adapter: Any = _TrackingAdapter()
         if policy is not None:  # the address each connection reaches is checked too (DNS rebinding)
             from ._peer_guard import PeerCheckingAdapter
 
-            for prefix in ("http://", "https://"):
-                self.session.mount(prefix, PeerCheckingAdapter())
+            adapter = PeerCheckingAdapter()
+        for prefix in ("http://", "https://"):
+            self.session.mount(prefix, adapter)
 
     def request(
         self, method: str, url: str, step: str, *, guarded: bool = True, **kwargs: Any
     ) -> tuple[int, Mapping[str, str], Any]:
-        """``(status, headers, parsed JSON or None)``; raises AuthorizationError on a network failure.
+        """``(status, headers, parsed JSON or None)``; raises AuthorizationError on a network
+        failure, a body over MAX_BODY, or an exchange that outlives its deadline.
 
         ``guarded=False`` skips the policy for a URL the user configured (not one a server advertised).
         """
@@ -195,25 +223,50 @@ class Http:
     def _once(self, method: str, url: str, step: str, **kwargs: Any) -> tuple[int, Mapping[str, str], Any]:
         import requests
 
+        from .transports import _http_common
+        from .transports._sse_stream import BadBody, decoded_chunks, read_bounded
+
+        now = time.monotonic()
+        until = now + self.timeout
+        if self.deadline is not None and self.deadline < until:
+            until = self.deadline
+        if until <= now:
+            raise failure(step, url, f"no time left for {method}: the authorization flow's deadline has passed")
+        slot = _http_common.Slot()
+        self._deadlines.add(slot, until)  # the watchdog shuts the socket at `until`, whatever the server sends
+        _http_common._local.slot = slot  # the tracking connections report their sockets to it
         try:
-            response = self.session.request(
-                method, url, timeout=(self.timeout, self.timeout), allow_redirects=False, stream=True, **kwargs
-            )
-        except requests.RequestException as exc:
-            raise failure(step, url, f"{method} failed: {exc}") from exc
-        try:
-            data = response.raw.read(MAX_BODY + 1, decode_content=True)
-        except Exception as exc:  # urllib3/socket errors while reading: same as a failed request
-            raise failure(step, url, f"reading the answer to {method} failed: {type(exc).__name__}") from exc
+            try:
+                response = self.session.request(
+                    method, url, timeout=(until - now, until - now), allow_redirects=False, stream=True, **kwargs
+                )
+            except requests.RequestException as exc:
+                raise self._failed(slot, step, url, method, until - now, f"{method} failed: {exc}") from exc
+            try:
+                data = read_bounded(decoded_chunks(response.raw, response.headers.get("Content-Encoding")), MAX_BODY)
+            except BadBody as exc:
+                raise failure(step, url, f"the answer to {method}: {exc}") from exc
+            except Exception as exc:  # urllib3/socket errors while reading: same as a failed request
+                detail = f"reading the answer to {method} failed: {type(exc).__name__}"
+                raise self._failed(slot, step, url, method, until - now, detail) from exc
+            finally:
+                response.close()
         finally:
-            response.close()
-        if len(data) > MAX_BODY:
-            raise failure(step, url, f"the answer to {method} exceeds {MAX_BODY} bytes")
+            _http_common._local.slot = None
+            self._deadlines.discard(slot)
+            slot.finish()
         try:
             parsed = json.loads(data) if data else None
-        except ValueError:
+        except (ValueError, RecursionError):
             parsed = None
         return response.status_code, response.headers, parsed
+
+    @staticmethod
+    def _failed(slot: Any, step: str, url: str, method: str, allowed: float, detail: str) -> AuthorizationError:
+        """The error for a failed exchange: a deadline says so (the socket error it caused would not)."""
+        if slot.aborted:
+            detail = f"{method} took longer than {allowed:.3g} s (the exchange's deadline); gave up"
+        return failure(step, url, detail)
 
     def get_json(self, url: str, step: str = DISCOVERY) -> dict[str, Any] | None:
         """The JSON object at ``url``, or None when it is not there (any non-200 or non-object)."""
@@ -221,6 +274,7 @@ class Http:
         return parsed if status == 200 and isinstance(parsed, dict) else None
 
     def close(self) -> None:
+        self._deadlines.close(1.0)
         self.session.close()
 
 

@@ -335,7 +335,7 @@ class OAuth:
         request.headers.update(self.headers_for(request.url))
         return request
 
-    def handle_challenge(self, response: Any, attempt: int = 0) -> bool:
+    def handle_challenge(self, response: Any, attempt: int = 0, *, deadline: float | None = None) -> bool:
         """Answer a 401/403 ``response`` of the MCP server; True means "send the request again".
 
         ``attempt`` counts the challenges this same request already had. A 401
@@ -343,6 +343,19 @@ class OAuth:
         up to the union of the scopes at most ``max_step_ups`` times per
         request; any other 403 is not about OAuth (False). Blocks for the whole
         flow (including ``on_authorize``); raises AuthorizationError.
+
+        Every HTTP exchange of the flow ends within ``timeout`` seconds, however
+        slowly the server answers. ``deadline`` (a ``time.monotonic()`` value: the
+        caller's, when the request has one) bounds the whole flow as well: waiting
+        for another thread's flow, discovery, registration and token requests all
+        end by then. The user's own time in ``on_authorize`` is not cut short (it
+        has its own bound, e.g. ``browser_authorize(timeout=...)``); the code it
+        brings back is then redeemed within ``timeout``, so a login is not wasted.
+
+        Example (what a transport does with a response)::
+
+            if response.status_code in (401, 403) and auth.handle_challenge(response, deadline=time.monotonic() + 30):
+                response = session.send(request)   # now with the new token
         """
         status = response.status_code
         challenge = parse_bearer_challenge(response.headers.get("WWW-Authenticate"))
@@ -369,12 +382,18 @@ class OAuth:
                 )
             step_ups += 1
         self._request_local.step_ups = step_ups
-        with self._flow_lock:
+        # Another thread's flow may hold the lock for as long as its user takes: wait no longer
+        # than this request may (acquire(timeout=-1) waits for ever when there is no deadline).
+        wait = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
+        if not self._flow_lock.acquire(timeout=wait):
+            detail = "another thread's authorization flow outlasted this request's deadline"
+            raise failure(AUTHORIZATION, server_url, detail)
+        try:
             active = self._active_for(server_url)
             current = f"Bearer {active[1]['access_token']}" if active is not None else None
             if current is not None and current != sent:
                 return True  # another thread got a new token while this one waited: just retry with it
-            http = Http(self.timeout, UrlPolicy(server_url))
+            http = Http(self.timeout, UrlPolicy(server_url), deadline=deadline)
             try:
                 context = self._discover(http, server_url, challenge)
                 if status == 401:
@@ -385,6 +404,8 @@ class OAuth:
                 http.close()
             with self._lock:
                 self._server = origin_of(server_url)
+        finally:
+            self._flow_lock.release()
         return True
 
     # -- discovery ----------------------------------------------------------------------------
@@ -609,6 +630,9 @@ class OAuth:
             raise failure(AUTHORIZATION, endpoint, f"on_authorize failed: {type(exc).__name__}: {exc}") from exc
         if not isinstance(landed, str):
             raise failure(AUTHORIZATION, endpoint, f"on_authorize must return the redirect URL, not {type(landed)}")
+        # The user took their time (bounded by on_authorize itself): redeem the single-use code
+        # within this call's own timeout rather than a request deadline that may have passed meanwhile.
+        http.deadline = None
         code = check_redirect(
             landed,
             issuer=issuer,
