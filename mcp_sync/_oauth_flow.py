@@ -144,9 +144,6 @@ def _port(parts: Any) -> int:
 
 
 
-_PARAM = re.compile(r'\s*,?\s*([A-Za-z0-9_.\-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]*)')
-
-
 # -- HTTP -----------------------------------------------------------------------------
 
 
@@ -281,29 +278,76 @@ class Http:
 # -- challenges -------------------------------------------------------------------------
 
 
+# The pieces of a WWW-Authenticate value (RFC 9110 section 11.6.1). None of them can backtrack
+# more than linearly: each repetition is over one character class, or (quoted strings, the
+# "unrolled loop" form) alternates between classes that share no character. The value comes
+# from a server, and a regex holds the interpreter lock: no timeout could stop a slow one.
+_SEPARATORS = re.compile(r"[\s,]*")
+_SPACES = re.compile(r"\s*")
+_NAME = re.compile(r"[A-Za-z0-9_.\-]+")  # a parameter name or auth-scheme, as far as the flow needs
+_QUOTED = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)"')
+_UNQUOTED = re.compile(r"[^\s,]*")
+_ESCAPE = re.compile(r"\\(.)")
+_TO_COMMA = re.compile(r"[^,]*")
+
+
+def _past(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """Where a run of ``pattern`` (one that matches the empty string too) starting at ``pos`` ends."""
+    match = pattern.match(text, pos)
+    return match.end() if match is not None else pos
+
+
 def parse_bearer_challenge(header: str | None) -> dict[str, str]:
     """The parameters of the ``Bearer`` challenge in a ``WWW-Authenticate`` value.
 
+    Names are lower-cased, the first of a repeated name wins, quoted values are
+    unescaped. Other challenges (``Basic realm="..."``, ``DPoP ...``) are skipped,
+    commas inside their quoted strings included. Linear in the length of the value
+    (a single pass; a hostile header costs no more than reading it).
+
     >>> parse_bearer_challenge('Bearer error="insufficient_scope", scope="a b"')
     {'error': 'insufficient_scope', 'scope': 'a b'}
+    >>> parse_bearer_challenge('Basic realm="a, Bearer x", Bearer realm="mcp", error=invalid_token')
+    {'realm': 'mcp', 'error': 'invalid_token'}
     """
     if not header:
         return {}
-    match = re.search(r"(?i)(?:^|,)\s*bearer(?:\s+|$)", header)
-    if match is None:
-        return {}
     params: dict[str, str] = {}
-    pos = match.end()
-    while pos < len(header):
-        param = _PARAM.match(header, pos)
-        if param is None or param.end() == pos:
-            break  # the next scheme (a bare token) ends the Bearer challenge
-        value = param.group(2)
-        if value.startswith('"'):
-            value = re.sub(r"\\(.)", r"\1", value[1:-1])
-        params.setdefault(param.group(1).lower(), value)
-        pos = param.end()
-    return params
+    in_bearer = False
+    pos, end = 0, len(header)
+    element_start = True  # at the start of the value or after a comma: where a scheme may begin
+    while True:
+        skipped = _past(_SEPARATORS, header, pos)
+        element_start = element_start or "," in header[pos:skipped]
+        pos = skipped
+        if pos >= end:
+            return params
+        name = _NAME.match(header, pos)
+        if name is None:  # not a token: garbage (or a token68 of another scheme)
+            if in_bearer:
+                return params
+            pos = _past(_TO_COMMA, header, pos)
+            continue
+        after = _past(_SPACES, header, name.end())
+        if after < end and header[after] == "=":  # a parameter (or a token68 with padding)
+            value_at = _past(_SPACES, header, after + 1)
+            if value_at < end and header[value_at] == '"':
+                quoted = _QUOTED.match(header, value_at)
+                if quoted is None:  # an unterminated quoted string: nothing after it can be trusted
+                    return params
+                value, pos = _ESCAPE.sub(r"\1", quoted.group(1)), quoted.end()
+            else:
+                pos = _past(_UNQUOTED, header, value_at)
+                value = header[value_at:pos]
+            if in_bearer:
+                params.setdefault(name.group().lower(), value)
+            element_start = False
+            continue
+        if in_bearer:  # the next scheme ends the Bearer challenge
+            return params
+        in_bearer = element_start and name.group().lower() == "bearer"
+        element_start = False
+        pos = name.end()
 
 
 def scope_list(value: Any) -> list[str]:
