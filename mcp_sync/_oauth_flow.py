@@ -1,9 +1,9 @@
 """The OAuth 2.1 building blocks :class:`mcp_sync.OAuth` composes: bounded HTTP,
-``WWW-Authenticate`` parsing, Protected Resource Metadata (A1) and
-authorization server metadata discovery (A2), PKCE (A4), the redirect checks
-(A6) and the token endpoint. Stateless functions; every failure raises
-:class:`~mcp_sync.AuthorizationError`. ``requests`` is imported when first used.
-"""
+``WWW-Authenticate`` parsing, Protected Resource Metadata and authorization
+server metadata discovery, PKCE, the redirect checks and the token endpoint.
+Stateless functions; every failure raises :class:`~mcp_sync.AuthorizationError`.
+``requests`` is imported when first used.
+"""  # checklist 1.19: A1, A2, A4, A6
 
 from __future__ import annotations
 
@@ -366,7 +366,7 @@ def origin_of(url: str) -> str:
 
 def canonical_resource(url: str) -> str:
     """RFC 8707 canonical URI of the MCP server: lower-case scheme and host, no fragment or query,
-    no trailing slash (A5)."""
+    no trailing slash."""  # A5
     parts = urlsplit(url)
     netloc = parts.netloc.lower()
     return urlunsplit((parts.scheme.lower(), netloc, parts.path.rstrip("/"), "", ""))
@@ -393,7 +393,7 @@ def resource_covers(resource: str, server_url: str) -> bool:
 
 
 def prm_candidates(server_url: str, header_url: str | None) -> list[str]:
-    """A1: the challenge's ``resource_metadata``, then the path-based well-known URI, then the root one."""
+    """The challenge's ``resource_metadata``, then the path-based well-known URI, then the root one."""  # A1
     parts = urlsplit(server_url)
     base = f"{parts.scheme}://{parts.netloc}"
     path = parts.path.rstrip("/")
@@ -405,7 +405,7 @@ def prm_candidates(server_url: str, header_url: str | None) -> list[str]:
 
 
 def as_metadata_candidates(issuer: str) -> list[str]:
-    """A2: RFC 8414 and OpenID Connect discovery URLs for ``issuer``, in the spec's priority order."""
+    """RFC 8414 and OpenID Connect discovery URLs for ``issuer``, in the spec's priority order."""  # A2
     parts = urlsplit(issuer)
     base = f"{parts.scheme}://{parts.netloc}"
     path = parts.path.rstrip("/")
@@ -434,7 +434,7 @@ def with_query(url: str, params: Mapping[str, str]) -> str:
 
 
 def discover_prm(http: Http, server_url: str, header_url: str | None) -> tuple[str, dict[str, Any]] | None:
-    """``(url, document)`` of the first Protected Resource Metadata found (A1), or None."""
+    """``(url, document)`` of the first Protected Resource Metadata found, or None."""  # A1
     for url in prm_candidates(server_url, header_url):
         doc = http.get_json(url)
         if doc is not None and isinstance(doc.get("authorization_servers"), list):
@@ -443,15 +443,16 @@ def discover_prm(http: Http, server_url: str, header_url: str | None) -> tuple[s
 
 
 def discover_as(http: Http, issuer: str, *, same_origin: bool = False) -> dict[str, Any] | None:
-    """Authorization server metadata for ``issuer`` (A2), or None when no discovery URL has any.
+    """Authorization server metadata for ``issuer``, or None when no discovery URL has any.
 
     A document whose ``issuer`` is not *identical* to the one the URL was built
     from is never used (RFC 8414 section 3.3; metadata-issuer-mismatch): it
     could point the flow at an attacker's endpoints. If only such documents
-    exist, AuthorizationError says so. ``same_origin`` (LG15, 2025-03-26
+    exist, AuthorizationError says so. ``same_origin`` (2025-03-26
     servers, whose metadata location comes from the MCP server's own origin
     rather than from an issuer) accepts any issuer on that origin instead.
     """
+    # A2; same_origin is LG15
     mismatched: list[str] = []
     for url in as_metadata_candidates(issuer):
         doc = http.get_json(url)
@@ -478,7 +479,7 @@ def discover_as(http: Http, issuer: str, *, same_origin: bool = False) -> dict[s
 
 
 def pkce_pair() -> tuple[str, str]:
-    """``(code_verifier, S256 code_challenge)`` (RFC 7636; A4): 64 unreserved characters, 384 bits."""
+    """``(code_verifier, S256 code_challenge)`` (RFC 7636): 64 unreserved characters, 384 bits."""  # A4
     verifier = secrets.token_urlsafe(48)
     return verifier, s256(verifier)
 
@@ -491,13 +492,14 @@ def s256(verifier: str) -> str:
 def check_redirect(redirect_url: str, *, issuer: str, iss_advertised: bool, state: str, endpoint: str = "") -> str:
     """The authorization code from the URL the user-agent was redirected to.
 
-    A6 (RFC 9207 section 2.4): a present ``iss`` must equal the recorded issuer
+    RFC 9207 section 2.4: a present ``iss`` must equal the recorded issuer
     by simple string comparison (no case folding, port elision, trailing-slash or
     percent-encoding normalization), and an absent one is refused when the
     server advertised it. This runs before anything else in the response is
     looked at: on a mismatch its ``error`` is neither acted on nor shown.
     ``endpoint`` (the authorization endpoint) is named in the errors.
     """
+    # A6
     params = parse_qs(urlsplit(redirect_url).query, keep_blank_values=True)
     iss = params.get("iss")
     if iss is not None:
@@ -589,7 +591,7 @@ def token_request(
 
 
 def register_client(http: Http, endpoint: str, metadata: dict[str, Any]) -> dict[str, Any]:
-    """Dynamic Client Registration (RFC 7591; A9): the registration response."""
+    """Dynamic Client Registration (RFC 7591): the registration response."""  # A9
     status, _, body = http.request("POST", endpoint, REGISTRATION, json=metadata)
     if status not in (200, 201) or not isinstance(body, dict) or not isinstance(body.get("client_id"), str):
         error = body.get("error") if isinstance(body, dict) else None

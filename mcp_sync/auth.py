@@ -1,4 +1,4 @@
-"""OAuth 2.1 for MCP's HTTP transports (checklist 1.19, A1-A11; LG15).
+"""OAuth 2.1 for MCP's HTTP transports.
 
 :class:`OAuth` is the ``auth=`` object of :meth:`mcp_sync.Client.http` and
 :meth:`mcp_sync.Client.sse`. The transport asks it for headers on every
@@ -7,14 +7,14 @@ callable) and hands it every 401 and 403 (:meth:`OAuth.handle_challenge`),
 then repeats the request once it has a (better) token.
 
 On a challenge it runs the whole flow: Protected Resource Metadata discovery
-(A1) and the check that it describes this server, authorization server
-metadata discovery with the identical-issuer rule (A2), PKCE S256 (A4), a
-client id (pre-registered, Client ID Metadata Document, or Dynamic Client
-Registration; A9), the authorization request with ``resource`` (A5) and a
-scope chosen as A8 says, the RFC 9207 ``iss`` checks (A6) and the token
-request. A 403 ``insufficient_scope`` steps up to the union of the scopes
-(A8), a bounded number of times. Registrations and tokens are kept per
-authorization server issuer (A3, A10) in a pluggable :class:`TokenStore`.
+and the check that it describes this server, authorization server metadata
+discovery with the identical-issuer rule, PKCE S256, a client id
+(pre-registered, Client ID Metadata Document, or Dynamic Client
+Registration), the authorization request with ``resource`` and a scope taken
+from the challenge, the metadata or ``scopes``, the RFC 9207 ``iss`` checks
+and the token request. A 403 ``insufficient_scope`` steps up to the union of
+the scopes, a bounded number of times. Registrations and tokens are kept per
+authorization server issuer in a pluggable :class:`TokenStore`.
 
 Tokens are refreshed shortly before they expire (:data:`REFRESH_MARGIN`), by
 one thread for all; URLs a server advertises are fetched only where
@@ -34,6 +34,7 @@ tokens kept across runs)::
     with mcp_sync.Client.http("https://mcp.example.com/mcp", auth=auth) as client:
         print([tool.name for tool in client.tools()])
 """
+# Internal: checklist 1.19, A1-A11; LG15. The codes stay in comments, never in user-facing docstrings.
 
 from __future__ import annotations
 
@@ -109,11 +110,11 @@ def refresh_due(tokens: Mapping[str, Any], now: float | None = None) -> bool:
 
 class TokenStore(Protocol):
     """Where :class:`OAuth` keeps what it learned, one JSON-serialisable dict per
-    authorization server issuer (A3): ``{"client": {...}, "tokens": {resource: {...}}}``.
+    authorization server issuer: ``{"client": {...}, "tokens": {resource: {...}}}``.
 
     Implement it to persist registrations and tokens across runs (or use
     :class:`FileTokenStore`); keep the storage private to the user, it holds
-    refresh tokens and client secrets (A11).
+    refresh tokens and client secrets.
     Called with :class:`OAuth`'s flow lock held, from transport worker threads.
     A store may also offer ``update(issuer, change)`` (read, change, write as one
     step, as :class:`FileTokenStore` does); OAuth then uses it for every write.
@@ -321,8 +322,8 @@ class OAuth:
 
     @property
     def auth_context(self) -> str | None:
-        """C5: identifies the grant in use (issuer and a digest of the token), so results the
-        server marked ``private`` are never served under another authorization."""
+        """Identifies the grant in use (issuer and a digest of the token), so results the
+        server marked ``private`` are never served under another authorization."""  # C5
         with self._lock:
             active = self._active
         if active is None:
@@ -448,8 +449,8 @@ class OAuth:
         return _Context(issuer, meta, resource, scope_list(prm.get("scopes_supported")), server_url)
 
     def _legacy_context(self, http: Http, server_url: str) -> _Context:
-        """LG15: a 2025-03-26 server has no PRM; its origin is the authorization server, whose
-        metadata sits at the root, or else the default ``/authorize``, ``/token``, ``/register``."""
+        """A 2025-03-26 server has no PRM; its origin is the authorization server, whose
+        metadata sits at the root, or else the default ``/authorize``, ``/token``, ``/register``."""  # LG15
         issuer = origin_of(server_url)
         meta = discover_as(http, issuer, same_origin=True)
         if meta is not None:
