@@ -17,6 +17,7 @@ import pytest
 
 import mcp_sync
 from mcp_sync._oauth_flow import DISCOVERY, Http
+from mcp_sync.transports._http_common import Slot
 
 TRICKLE_BYTES = 30  # the old code read on for this many seconds: the bounds below are far shorter
 MARGIN = 3.0  # seconds of slack on top of each bound (a loaded, shared machine)
@@ -154,3 +155,20 @@ def test_another_threads_flow_is_awaited_no_longer_than_the_deadline() -> None:
             oauth.handle_challenge(response, deadline=started + 0.5)
         elapsed = time.monotonic() - started
     assert elapsed < 0.5 + MARGIN
+
+
+@pytest.mark.skipif(
+    "deadline" not in getattr(Slot, "__slots__", ()),
+    reason="needs the transport to pass its request's deadline to handle_challenge (issue 17.8a, lead's part)",
+)
+def test_the_clients_timeout_bounds_the_whole_flow(slow: SlowServer) -> None:
+    """End to end with the OAuth default (30 s per exchange): the client's 3 s timeout wins."""
+    started = time.monotonic()
+    client = mcp_sync.Client.http(f"{slow.url}/mcp", auth=mcp_sync.OAuth(), mode="modern", timeout=3)
+    try:
+        with pytest.raises(mcp_sync.MCPError):
+            client.connect()
+    finally:
+        client.close()
+    elapsed = time.monotonic() - started
+    assert elapsed < 3.0 + MARGIN, f"a 3 s client was held {elapsed:.1f} s by a one-byte-a-second server"
