@@ -221,7 +221,7 @@ class Http:
         import requests
 
         from .transports import _http_common
-        from .transports._sse_stream import BadBody, decoded_chunks, read_bounded
+        from .transports._sse_stream import BadBody, TooLarge, decoded_chunks, read_bounded
 
         now = time.monotonic()
         until = now + self.timeout
@@ -241,7 +241,9 @@ class Http:
                 raise self._failed(slot, step, url, method, until - now, f"{method} failed: {exc}") from exc
             try:
                 data = read_bounded(decoded_chunks(response.raw, response.headers.get("Content-Encoding")), MAX_BODY)
-            except BadBody as exc:
+            except TooLarge as exc:
+                raise failure(step, url, f"the answer to {method} exceeds {MAX_BODY} bytes") from exc
+            except BadBody as exc:  # an encoding it was not offered, corrupt compressed data
                 raise failure(step, url, f"the answer to {method}: {exc}") from exc
             except Exception as exc:  # urllib3/socket errors while reading: same as a failed request
                 detail = f"reading the answer to {method} failed: {type(exc).__name__}"

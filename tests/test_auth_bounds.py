@@ -16,8 +16,10 @@ from typing import Iterator
 import pytest
 
 import mcp_sync
-from mcp_sync._oauth_flow import DISCOVERY, Http
+from mcp_sync._oauth_flow import DISCOVERY, MAX_BODY, Http
 from mcp_sync.transports._http_common import Slot
+
+from httpkit import FakeServer, gzip_reply
 
 TRICKLE_BYTES = 30  # the old code read on for this many seconds: the bounds below are far shorter
 MARGIN = 3.0  # seconds of slack on top of each bound (a loaded, shared machine)
@@ -172,3 +174,15 @@ def test_the_clients_timeout_bounds_the_whole_flow(slow: SlowServer) -> None:
         client.close()
     elapsed = time.monotonic() - started
     assert elapsed < 3.0 + MARGIN, f"a 3 s client was held {elapsed:.1f} s by a one-byte-a-second server"
+
+
+def test_a_compressed_body_is_capped_after_decompression() -> None:
+    """A few kilobytes of gzip that expand past MAX_BODY are refused as they expand."""
+    with FakeServer("modern") as server:
+        server.override = lambda request: gzip_reply(b" " * (MAX_BODY * 4))
+        http = Http(10.0)
+        try:
+            with pytest.raises(mcp_sync.AuthorizationError, match=f"exceeds {MAX_BODY} bytes"):
+                http.get_json(f"{server.url}/.well-known/oauth-protected-resource")
+        finally:
+            http.close()
