@@ -231,7 +231,10 @@ class Http:
             raise failure(step, url, f"no time left for {method}: the authorization flow's deadline has passed")
         slot = _http_common.Slot()
         self._deadlines.add(slot, until)  # the watchdog shuts the socket at `until`, whatever the server sends
-        _http_common._local.slot = slot  # the tracking connections report their sockets to it
+        # The tracking connections report their sockets to the thread's slot. An early renewal
+        # runs inside a transport's exchange (OAuth.headers_for): its slot is put back after.
+        outer = getattr(_http_common._local, "slot", None)
+        _http_common._local.slot = slot
         try:
             try:
                 response = self.session.request(
@@ -251,7 +254,7 @@ class Http:
             finally:
                 response.close()
         finally:
-            _http_common._local.slot = None
+            _http_common._local.slot = outer
             self._deadlines.discard(slot)
             slot.finish()
         try:

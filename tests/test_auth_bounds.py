@@ -186,3 +186,21 @@ def test_a_compressed_body_is_capped_after_decompression() -> None:
                 http.get_json(f"{server.url}/.well-known/oauth-protected-resource")
         finally:
             http.close()
+
+
+def test_an_exchange_inside_a_transport_exchange_leaves_its_slot_alone() -> None:
+    """OAuth.headers_for may renew a token (an exchange of the flow) while the transport's own
+    exchange is being sent on this thread: the transport's slot must still track its sockets after."""
+    from mcp_sync.transports import _http_common
+
+    outer = Slot()
+    with FakeServer("modern") as server:
+        server.override = lambda request: gzip_reply(b"{}")
+        http = Http(10.0)
+        _http_common._local.slot = outer
+        try:
+            assert http.get_json(f"{server.url}/.well-known/oauth-protected-resource") == {}
+            assert _http_common._local.slot is outer
+        finally:
+            _http_common._local.slot = None
+            http.close()
