@@ -48,8 +48,31 @@ MAX_BYTES = 1024 * 1024
 #: (a header made of tiny parameters) on an idle core; the old parser needed 14 s for 60 KB.
 BOUND_S = 5.0
 
-PIECES = [" ", "\t", ",", ", ", '"', "\\", '\\"', "=", " = ", "a", "a=", 'a="', "a=b", "a=b,", 'a=""', "Bearer",
-          "bearer ", "Bearer a", ", Bearer ", "Basic ", "\r\n", "é", "x=" + "\\" * 3]
+PIECES = [
+    " ",
+    "\t",
+    ",",
+    ", ",
+    '"',
+    "\\",
+    '\\"',
+    "=",
+    " = ",
+    "a",
+    "a=",
+    'a="',
+    "a=b",
+    "a=b,",
+    'a=""',
+    "Bearer",
+    "bearer ",
+    "Bearer a",
+    ", Bearer ",
+    "Basic ",
+    "\r\n",
+    "é",
+    "x=" + "\\" * 3,
+]
 
 runs = st.lists(
     st.tuples(
