@@ -1,9 +1,9 @@
 """The OAuth 2.1 building blocks :class:`mcp_sync.OAuth` composes: bounded HTTP,
-``WWW-Authenticate`` parsing, Protected Resource Metadata (A1) and
-authorization server metadata discovery (A2), PKCE (A4), the redirect checks
-(A6) and the token endpoint. Stateless functions; every failure raises
-:class:`~mcp_sync.AuthorizationError`. ``requests`` is imported when first used.
-"""
+``WWW-Authenticate`` parsing, Protected Resource Metadata and authorization
+server metadata discovery, PKCE, the redirect checks and the token endpoint.
+Stateless functions; every failure raises :class:`~mcp_sync.AuthorizationError`.
+``requests`` is imported when first used.
+"""  # checklist 1.19: A1, A2, A4, A6
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import json
 import re
 import secrets
 import socket
+import time
 from typing import Any, Callable, ContextManager, Mapping
 from urllib.parse import parse_qs, quote, urlencode, urljoin, urlsplit, urlunsplit
 
@@ -141,36 +142,60 @@ def _port(parts: Any) -> int:
     except ValueError:
         return 0
 
-_PARAM = re.compile(r'\s*,?\s*([A-Za-z0-9_.\-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]*)')
 
 
 # -- HTTP -----------------------------------------------------------------------------
 
 
 class Http:
-    """Bounded, time-limited HTTP for the flow: bodies capped at MAX_BODY, every call
-    with a timeout, every URL checked against ``policy`` (SSRF guards) when one is
-    given. POSTs follow no redirect (a token endpoint has no business redirecting,
-    and following one could carry a client secret elsewhere); metadata GETs follow
-    at most MAX_REDIRECTS within the origin, and refuse a cross-origin one."""
+    """Bounded, time-limited HTTP for the flow: bodies capped at MAX_BODY (after
+    decompression), every exchange ended at its deadline, every URL checked against
+    ``policy`` (SSRF guards) when one is given. POSTs follow no redirect (a token
+    endpoint has no business redirecting, and following one could carry a client
+    secret elsewhere); metadata GETs follow at most MAX_REDIRECTS within the origin,
+    and refuse a cross-origin one.
 
-    def __init__(self, timeout: float, policy: UrlPolicy | None = None) -> None:
+    Each exchange (connect, headers and body together) ends ``timeout`` seconds after
+    it starts, or at ``deadline`` (``time.monotonic()``, the whole flow's) if that
+    comes first. A socket timeout alone would not do: it bounds each read, and a server
+    sending a byte a second never trips it. The transports' watchdog
+    (:class:`~mcp_sync.transports._http_common.Deadlines`) shuts the socket down at the
+    deadline, which ends a blocked connect or read at once.
+
+    Example::
+
+        http = Http(5.0, UrlPolicy("https://mcp.example.com/mcp"))
+        try:
+            meta = http.get_json("https://mcp.example.com/.well-known/oauth-protected-resource")
+        finally:
+            http.close()
+    """
+
+    def __init__(self, timeout: float, policy: UrlPolicy | None = None, *, deadline: float | None = None) -> None:
         import requests  # lazily: importing mcp_sync must not import requests
+
+        from .transports._http_common import Deadlines, _TrackingAdapter
 
         self.timeout = timeout
         self.policy = policy
+        self.deadline = deadline
+        self._deadlines = Deadlines("oauth")
         self.session = requests.Session()
         self.session.headers["Accept"] = "application/json"
+        self.session.headers["Accept-Encoding"] = "gzip, deflate"  # what decoded_chunks can bound
+        adapter: Any = _TrackingAdapter()
         if policy is not None:  # the address each connection reaches is checked too (DNS rebinding)
             from ._peer_guard import PeerCheckingAdapter
 
-            for prefix in ("http://", "https://"):
-                self.session.mount(prefix, PeerCheckingAdapter())
+            adapter = PeerCheckingAdapter()
+        for prefix in ("http://", "https://"):
+            self.session.mount(prefix, adapter)
 
     def request(
         self, method: str, url: str, step: str, *, guarded: bool = True, **kwargs: Any
     ) -> tuple[int, Mapping[str, str], Any]:
-        """``(status, headers, parsed JSON or None)``; raises AuthorizationError on a network failure.
+        """``(status, headers, parsed JSON or None)``; raises AuthorizationError on a network
+        failure, a body over MAX_BODY, or an exchange that outlives its deadline.
 
         ``guarded=False`` skips the policy for a URL the user configured (not one a server advertised).
         """
@@ -195,25 +220,55 @@ class Http:
     def _once(self, method: str, url: str, step: str, **kwargs: Any) -> tuple[int, Mapping[str, str], Any]:
         import requests
 
+        from .transports import _http_common
+        from .transports._sse_stream import BadBody, TooLarge, decoded_chunks, read_bounded
+
+        now = time.monotonic()
+        until = now + self.timeout
+        if self.deadline is not None and self.deadline < until:
+            until = self.deadline
+        if until <= now:
+            raise failure(step, url, f"no time left for {method}: the authorization flow's deadline has passed")
+        slot = _http_common.Slot()
+        self._deadlines.add(slot, until)  # the watchdog shuts the socket at `until`, whatever the server sends
+        # The tracking connections report their sockets to the thread's slot. An early renewal
+        # runs inside a transport's exchange (OAuth.headers_for): its slot is put back after.
+        outer = getattr(_http_common._local, "slot", None)
+        _http_common._local.slot = slot
         try:
-            response = self.session.request(
-                method, url, timeout=(self.timeout, self.timeout), allow_redirects=False, stream=True, **kwargs
-            )
-        except requests.RequestException as exc:
-            raise failure(step, url, f"{method} failed: {exc}") from exc
-        try:
-            data = response.raw.read(MAX_BODY + 1, decode_content=True)
-        except Exception as exc:  # urllib3/socket errors while reading: same as a failed request
-            raise failure(step, url, f"reading the answer to {method} failed: {type(exc).__name__}") from exc
+            try:
+                response = self.session.request(
+                    method, url, timeout=(until - now, until - now), allow_redirects=False, stream=True, **kwargs
+                )
+            except requests.RequestException as exc:
+                raise self._failed(slot, step, url, method, until - now, f"{method} failed: {exc}") from exc
+            try:
+                data = read_bounded(decoded_chunks(response.raw, response.headers.get("Content-Encoding")), MAX_BODY)
+            except TooLarge as exc:
+                raise failure(step, url, f"the answer to {method} exceeds {MAX_BODY} bytes") from exc
+            except BadBody as exc:  # an encoding it was not offered, corrupt compressed data
+                raise failure(step, url, f"the answer to {method}: {exc}") from exc
+            except Exception as exc:  # urllib3/socket errors while reading: same as a failed request
+                detail = f"reading the answer to {method} failed: {type(exc).__name__}"
+                raise self._failed(slot, step, url, method, until - now, detail) from exc
+            finally:
+                response.close()
         finally:
-            response.close()
-        if len(data) > MAX_BODY:
-            raise failure(step, url, f"the answer to {method} exceeds {MAX_BODY} bytes")
+            _http_common._local.slot = outer
+            self._deadlines.discard(slot)
+            slot.finish()
         try:
             parsed = json.loads(data) if data else None
-        except ValueError:
+        except (ValueError, RecursionError):
             parsed = None
         return response.status_code, response.headers, parsed
+
+    @staticmethod
+    def _failed(slot: Any, step: str, url: str, method: str, allowed: float, detail: str) -> AuthorizationError:
+        """The error for a failed exchange: a deadline says so (the socket error it caused would not)."""
+        if slot.aborted:
+            detail = f"{method} took longer than {allowed:.3g} s (the exchange's deadline); gave up"
+        return failure(step, url, detail)
 
     def get_json(self, url: str, step: str = DISCOVERY) -> dict[str, Any] | None:
         """The JSON object at ``url``, or None when it is not there (any non-200 or non-object)."""
@@ -221,35 +276,83 @@ class Http:
         return parsed if status == 200 and isinstance(parsed, dict) else None
 
     def close(self) -> None:
+        self._deadlines.close(1.0)
         self.session.close()
 
 
 # -- challenges -------------------------------------------------------------------------
 
 
+# The pieces of a WWW-Authenticate value (RFC 9110 section 11.6.1). None of them can backtrack
+# more than linearly: each repetition is over one character class, or (quoted strings, the
+# "unrolled loop" form) alternates between classes that share no character. The value comes
+# from a server, and a regex holds the interpreter lock: no timeout could stop a slow one.
+_SEPARATORS = re.compile(r"[\s,]*")
+_SPACES = re.compile(r"\s*")
+_NAME = re.compile(r"[A-Za-z0-9_.\-]+")  # a parameter name or auth-scheme, as far as the flow needs
+_QUOTED = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)"')
+_UNQUOTED = re.compile(r"[^\s,]*")
+_ESCAPE = re.compile(r"\\(.)")
+_TO_COMMA = re.compile(r"[^,]*")
+
+
+def _past(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """Where a run of ``pattern`` (one that matches the empty string too) starting at ``pos`` ends."""
+    match = pattern.match(text, pos)
+    return match.end() if match is not None else pos
+
+
 def parse_bearer_challenge(header: str | None) -> dict[str, str]:
     """The parameters of the ``Bearer`` challenge in a ``WWW-Authenticate`` value.
 
+    Names are lower-cased, the first of a repeated name wins, quoted values are
+    unescaped. Other challenges (``Basic realm="..."``, ``DPoP ...``) are skipped,
+    commas inside their quoted strings included. Linear in the length of the value
+    (a single pass; a hostile header costs no more than reading it).
+
     >>> parse_bearer_challenge('Bearer error="insufficient_scope", scope="a b"')
     {'error': 'insufficient_scope', 'scope': 'a b'}
+    >>> parse_bearer_challenge('Basic realm="a, Bearer x", Bearer realm="mcp", error=invalid_token')
+    {'realm': 'mcp', 'error': 'invalid_token'}
     """
     if not header:
         return {}
-    match = re.search(r"(?i)(?:^|,)\s*bearer(?:\s+|$)", header)
-    if match is None:
-        return {}
     params: dict[str, str] = {}
-    pos = match.end()
-    while pos < len(header):
-        param = _PARAM.match(header, pos)
-        if param is None or param.end() == pos:
-            break  # the next scheme (a bare token) ends the Bearer challenge
-        value = param.group(2)
-        if value.startswith('"'):
-            value = re.sub(r"\\(.)", r"\1", value[1:-1])
-        params.setdefault(param.group(1).lower(), value)
-        pos = param.end()
-    return params
+    in_bearer = False
+    pos, end = 0, len(header)
+    element_start = True  # at the start of the value or after a comma: where a scheme may begin
+    while True:
+        skipped = _past(_SEPARATORS, header, pos)
+        element_start = element_start or "," in header[pos:skipped]
+        pos = skipped
+        if pos >= end:
+            return params
+        name = _NAME.match(header, pos)
+        if name is None:  # not a token: garbage (or a token68 of another scheme)
+            if in_bearer:
+                return params
+            pos = _past(_TO_COMMA, header, pos)
+            continue
+        after = _past(_SPACES, header, name.end())
+        if after < end and header[after] == "=":  # a parameter (or a token68 with padding)
+            value_at = _past(_SPACES, header, after + 1)
+            if value_at < end and header[value_at] == '"':
+                quoted = _QUOTED.match(header, value_at)
+                if quoted is None:  # an unterminated quoted string: nothing after it can be trusted
+                    return params
+                value, pos = _ESCAPE.sub(r"\1", quoted.group(1)), quoted.end()
+            else:
+                pos = _past(_UNQUOTED, header, value_at)
+                value = header[value_at:pos]
+            if in_bearer:
+                params.setdefault(name.group().lower(), value)
+            element_start = False
+            continue
+        if in_bearer:  # the next scheme ends the Bearer challenge
+            return params
+        in_bearer = element_start and name.group().lower() == "bearer"
+        element_start = False
+        pos = name.end()
 
 
 def scope_list(value: Any) -> list[str]:
@@ -268,7 +371,7 @@ def origin_of(url: str) -> str:
 
 def canonical_resource(url: str) -> str:
     """RFC 8707 canonical URI of the MCP server: lower-case scheme and host, no fragment or query,
-    no trailing slash (A5)."""
+    no trailing slash."""  # A5
     parts = urlsplit(url)
     netloc = parts.netloc.lower()
     return urlunsplit((parts.scheme.lower(), netloc, parts.path.rstrip("/"), "", ""))
@@ -295,7 +398,7 @@ def resource_covers(resource: str, server_url: str) -> bool:
 
 
 def prm_candidates(server_url: str, header_url: str | None) -> list[str]:
-    """A1: the challenge's ``resource_metadata``, then the path-based well-known URI, then the root one."""
+    """The challenge's ``resource_metadata``, then the path-based well-known URI, then the root one."""  # A1
     parts = urlsplit(server_url)
     base = f"{parts.scheme}://{parts.netloc}"
     path = parts.path.rstrip("/")
@@ -307,7 +410,7 @@ def prm_candidates(server_url: str, header_url: str | None) -> list[str]:
 
 
 def as_metadata_candidates(issuer: str) -> list[str]:
-    """A2: RFC 8414 and OpenID Connect discovery URLs for ``issuer``, in the spec's priority order."""
+    """RFC 8414 and OpenID Connect discovery URLs for ``issuer``, in the spec's priority order."""  # A2
     parts = urlsplit(issuer)
     base = f"{parts.scheme}://{parts.netloc}"
     path = parts.path.rstrip("/")
@@ -336,7 +439,7 @@ def with_query(url: str, params: Mapping[str, str]) -> str:
 
 
 def discover_prm(http: Http, server_url: str, header_url: str | None) -> tuple[str, dict[str, Any]] | None:
-    """``(url, document)`` of the first Protected Resource Metadata found (A1), or None."""
+    """``(url, document)`` of the first Protected Resource Metadata found, or None."""  # A1
     for url in prm_candidates(server_url, header_url):
         doc = http.get_json(url)
         if doc is not None and isinstance(doc.get("authorization_servers"), list):
@@ -345,15 +448,16 @@ def discover_prm(http: Http, server_url: str, header_url: str | None) -> tuple[s
 
 
 def discover_as(http: Http, issuer: str, *, same_origin: bool = False) -> dict[str, Any] | None:
-    """Authorization server metadata for ``issuer`` (A2), or None when no discovery URL has any.
+    """Authorization server metadata for ``issuer``, or None when no discovery URL has any.
 
     A document whose ``issuer`` is not *identical* to the one the URL was built
     from is never used (RFC 8414 section 3.3; metadata-issuer-mismatch): it
     could point the flow at an attacker's endpoints. If only such documents
-    exist, AuthorizationError says so. ``same_origin`` (LG15, 2025-03-26
+    exist, AuthorizationError says so. ``same_origin`` (2025-03-26
     servers, whose metadata location comes from the MCP server's own origin
     rather than from an issuer) accepts any issuer on that origin instead.
     """
+    # A2; same_origin is LG15
     mismatched: list[str] = []
     for url in as_metadata_candidates(issuer):
         doc = http.get_json(url)
@@ -380,7 +484,7 @@ def discover_as(http: Http, issuer: str, *, same_origin: bool = False) -> dict[s
 
 
 def pkce_pair() -> tuple[str, str]:
-    """``(code_verifier, S256 code_challenge)`` (RFC 7636; A4): 64 unreserved characters, 384 bits."""
+    """``(code_verifier, S256 code_challenge)`` (RFC 7636): 64 unreserved characters, 384 bits."""  # A4
     verifier = secrets.token_urlsafe(48)
     return verifier, s256(verifier)
 
@@ -393,13 +497,14 @@ def s256(verifier: str) -> str:
 def check_redirect(redirect_url: str, *, issuer: str, iss_advertised: bool, state: str, endpoint: str = "") -> str:
     """The authorization code from the URL the user-agent was redirected to.
 
-    A6 (RFC 9207 section 2.4): a present ``iss`` must equal the recorded issuer
+    RFC 9207 section 2.4: a present ``iss`` must equal the recorded issuer
     by simple string comparison (no case folding, port elision, trailing-slash or
     percent-encoding normalization), and an absent one is refused when the
     server advertised it. This runs before anything else in the response is
     looked at: on a mismatch its ``error`` is neither acted on nor shown.
     ``endpoint`` (the authorization endpoint) is named in the errors.
     """
+    # A6
     params = parse_qs(urlsplit(redirect_url).query, keep_blank_values=True)
     iss = params.get("iss")
     if iss is not None:
@@ -491,7 +596,7 @@ def token_request(
 
 
 def register_client(http: Http, endpoint: str, metadata: dict[str, Any]) -> dict[str, Any]:
-    """Dynamic Client Registration (RFC 7591; A9): the registration response."""
+    """Dynamic Client Registration (RFC 7591): the registration response."""  # A9
     status, _, body = http.request("POST", endpoint, REGISTRATION, json=metadata)
     if status not in (200, 201) or not isinstance(body, dict) or not isinstance(body.get("client_id"), str):
         error = body.get("error") if isinstance(body, dict) else None

@@ -19,10 +19,10 @@ import threading
 from typing import Any, Iterator
 
 from requests.adapters import HTTPAdapter
-from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from .exceptions import AuthorizationError
+from .transports._http_common import _TrackedHTTPConnection, _TrackedHTTPSConnection
 
 _current = threading.local()  # (policy, url, step) of the request this thread is making, or None
 
@@ -71,11 +71,14 @@ class _Checked:
         return super().request(*args, **kwargs)  # type: ignore[misc]
 
 
-class _CheckedHTTPConnection(_Checked, HTTPConnection):
+# On top of the transports' socket-tracking connections: each socket is reported to the
+# exchange's Slot from before it connects, so the flow's deadline can shut it down mid-read
+# (the peer check runs on the connected socket, the tracking from before the connect).
+class _CheckedHTTPConnection(_Checked, _TrackedHTTPConnection):
     pass
 
 
-class _CheckedHTTPSConnection(_Checked, HTTPSConnection):
+class _CheckedHTTPSConnection(_Checked, _TrackedHTTPSConnection):
     pass
 
 
@@ -88,7 +91,8 @@ class _CheckedHTTPSPool(HTTPSConnectionPool):
 
 
 class PeerCheckingAdapter(HTTPAdapter):
-    """An HTTPAdapter whose direct connections are checked against the policy of :func:`guarding`.
+    """An HTTPAdapter whose direct connections are checked against the policy of :func:`guarding`
+    (and tracked, like the transports' own adapter, so that a deadline can abort them).
 
     Requests through a proxy go through requests' proxy managers, which use urllib3's own
     connection classes: they are not checked here (the peer would be the proxy).

@@ -3,7 +3,9 @@ by the threads of a process and by processes."""
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
 import stat
 import tempfile
@@ -19,6 +21,12 @@ except ImportError:  # Windows: the thread lock only (documented)
     fcntl = None  # type: ignore[assignment]
 
 FORMAT_VERSION = 1
+PRIVATE = 0o600  # what the token file and its lock file are created with, and what a loose file is set to
+#: The lock file is opened without following a symbolic link: whoever planted one could make
+#: every flow create or lock a file of their choosing (0 where the platform has no such flag).
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+log = logging.getLogger("mcp_sync.auth")
 
 
 class FileTokenStore:
@@ -35,6 +43,12 @@ class FileTokenStore:
     ``lock_timeout`` seconds: a process that hangs (or is stopped) while holding
     it makes the others raise ``TimeoutError`` naming the lock file, instead of
     waiting for ever. Tokens never appear in ``repr`` or logs.
+
+    The lock file is opened without following a symbolic link (``O_NOFOLLOW``):
+    a symlink (or anything but a regular file) at ``<path>.lock`` is refused
+    with ``PermissionError``. A token file that group or others may read (left
+    by an older tool, or a ``cp`` that did not keep the mode) is still loaded,
+    with a warning on the ``mcp_sync.auth`` logger, and its mode set to 0600.
 
     Example::
 
@@ -71,7 +85,7 @@ class FileTokenStore:
             if fcntl is None:
                 yield
                 return
-            fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            fd = self._open_lock()
             try:
                 self._flock(fd, deadline)
                 yield
@@ -79,6 +93,22 @@ class FileTokenStore:
                 os.close(fd)  # closing releases the flock
         finally:
             self._lock.release()
+
+    def _open_lock(self) -> int:
+        """The lock file, opened (created 0600) without following a symbolic link."""
+        lock = f"{self.path}.lock"
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | _NOFOLLOW, PRIVATE)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a symlink (a dangling one too)
+                raise PermissionError(
+                    f"refusing the token store's lock file {lock}: it is a symbolic link; remove it"
+                ) from None
+            raise
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise PermissionError(f"refusing the token store's lock file {lock}: it is not a regular file; remove it")
+        return fd
 
     def _flock(self, fd: int, deadline: float) -> None:
         """Take the lock file's lock, polling (flock itself cannot wait with a bound) until ``deadline``."""
@@ -100,6 +130,7 @@ class FileTokenStore:
     def _read(self) -> dict[str, Any]:
         try:
             with open(self.path, encoding="utf-8") as file:
+                self._tighten(file.fileno())
                 data = json.load(file)
         except FileNotFoundError:
             return {}
@@ -109,6 +140,21 @@ class FileTokenStore:
         if not isinstance(issuers, dict):
             raise ValueError(f"{self.path} is not a token store (no 'issuers' object)")
         return issuers
+
+    def _tighten(self, fd: int) -> None:
+        """Warn about, and fix, a token file that group or others may read or write."""
+        mode = stat.S_IMODE(os.fstat(fd).st_mode)
+        if os.name != "posix" or not mode & 0o077:
+            return
+        try:
+            os.fchmod(fd, PRIVATE)
+        except OSError as exc:
+            detail = exc.strerror or exc
+            log.warning(
+                "mcp_sync: %s is readable by group or others (mode %o), not fixable: %s", self.path, mode, detail
+            )
+            return
+        log.warning("mcp_sync: %s was readable by group or others (mode %o); set it to 0600", self.path, mode)
 
     def _write(self, issuers: dict[str, Any]) -> None:
         self._check_directory()

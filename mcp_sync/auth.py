@@ -1,4 +1,4 @@
-"""OAuth 2.1 for MCP's HTTP transports (checklist 1.19, A1-A11; LG15).
+"""OAuth 2.1 for MCP's HTTP transports.
 
 :class:`OAuth` is the ``auth=`` object of :meth:`mcp_sync.Client.http` and
 :meth:`mcp_sync.Client.sse`. The transport asks it for headers on every
@@ -7,14 +7,14 @@ callable) and hands it every 401 and 403 (:meth:`OAuth.handle_challenge`),
 then repeats the request once it has a (better) token.
 
 On a challenge it runs the whole flow: Protected Resource Metadata discovery
-(A1) and the check that it describes this server, authorization server
-metadata discovery with the identical-issuer rule (A2), PKCE S256 (A4), a
-client id (pre-registered, Client ID Metadata Document, or Dynamic Client
-Registration; A9), the authorization request with ``resource`` (A5) and a
-scope chosen as A8 says, the RFC 9207 ``iss`` checks (A6) and the token
-request. A 403 ``insufficient_scope`` steps up to the union of the scopes
-(A8), a bounded number of times. Registrations and tokens are kept per
-authorization server issuer (A3, A10) in a pluggable :class:`TokenStore`.
+and the check that it describes this server, authorization server metadata
+discovery with the identical-issuer rule, PKCE S256, a client id
+(pre-registered, Client ID Metadata Document, or Dynamic Client
+Registration), the authorization request with ``resource`` and a scope taken
+from the challenge, the metadata or ``scopes``, the RFC 9207 ``iss`` checks
+and the token request. A 403 ``insufficient_scope`` steps up to the union of
+the scopes, a bounded number of times. Registrations and tokens are kept per
+authorization server issuer in a pluggable :class:`TokenStore`.
 
 Tokens are refreshed shortly before they expire (:data:`REFRESH_MARGIN`), by
 one thread for all; URLs a server advertises are fetched only where
@@ -34,6 +34,7 @@ tokens kept across runs)::
     with mcp_sync.Client.http("https://mcp.example.com/mcp", auth=auth) as client:
         print([tool.name for tool in client.tools()])
 """
+# Internal: checklist 1.19, A1-A11; LG15. The codes stay in comments, never in user-facing docstrings.
 
 from __future__ import annotations
 
@@ -109,11 +110,11 @@ def refresh_due(tokens: Mapping[str, Any], now: float | None = None) -> bool:
 
 class TokenStore(Protocol):
     """Where :class:`OAuth` keeps what it learned, one JSON-serialisable dict per
-    authorization server issuer (A3): ``{"client": {...}, "tokens": {resource: {...}}}``.
+    authorization server issuer: ``{"client": {...}, "tokens": {resource: {...}}}``.
 
     Implement it to persist registrations and tokens across runs (or use
     :class:`FileTokenStore`); keep the storage private to the user, it holds
-    refresh tokens and client secrets (A11).
+    refresh tokens and client secrets.
     Called with :class:`OAuth`'s flow lock held, from transport worker threads.
     A store may also offer ``update(issuer, change)`` (read, change, write as one
     step, as :class:`FileTokenStore` does); OAuth then uses it for every write.
@@ -321,8 +322,8 @@ class OAuth:
 
     @property
     def auth_context(self) -> str | None:
-        """C5: identifies the grant in use (issuer and a digest of the token), so results the
-        server marked ``private`` are never served under another authorization."""
+        """Identifies the grant in use (issuer and a digest of the token), so results the
+        server marked ``private`` are never served under another authorization."""  # C5
         with self._lock:
             active = self._active
         if active is None:
@@ -335,7 +336,7 @@ class OAuth:
         request.headers.update(self.headers_for(request.url))
         return request
 
-    def handle_challenge(self, response: Any, attempt: int = 0) -> bool:
+    def handle_challenge(self, response: Any, attempt: int = 0, *, deadline: float | None = None) -> bool:
         """Answer a 401/403 ``response`` of the MCP server; True means "send the request again".
 
         ``attempt`` counts the challenges this same request already had. A 401
@@ -343,6 +344,19 @@ class OAuth:
         up to the union of the scopes at most ``max_step_ups`` times per
         request; any other 403 is not about OAuth (False). Blocks for the whole
         flow (including ``on_authorize``); raises AuthorizationError.
+
+        Every HTTP exchange of the flow ends within ``timeout`` seconds, however
+        slowly the server answers. ``deadline`` (a ``time.monotonic()`` value: the
+        caller's, when the request has one) bounds the whole flow as well: waiting
+        for another thread's flow, discovery, registration and token requests all
+        end by then. The user's own time in ``on_authorize`` is not cut short (it
+        has its own bound, e.g. ``browser_authorize(timeout=...)``); the code it
+        brings back is then redeemed within ``timeout``, so a login is not wasted.
+
+        Example (what a transport does with a response)::
+
+            if response.status_code in (401, 403) and auth.handle_challenge(response, deadline=time.monotonic() + 30):
+                response = session.send(request)   # now with the new token
         """
         status = response.status_code
         challenge = parse_bearer_challenge(response.headers.get("WWW-Authenticate"))
@@ -369,12 +383,18 @@ class OAuth:
                 )
             step_ups += 1
         self._request_local.step_ups = step_ups
-        with self._flow_lock:
+        # Another thread's flow may hold the lock for as long as its user takes: wait no longer
+        # than this request may (acquire(timeout=-1) waits for ever when there is no deadline).
+        wait = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
+        if not self._flow_lock.acquire(timeout=wait):
+            detail = "another thread's authorization flow outlasted this request's deadline"
+            raise failure(AUTHORIZATION, server_url, detail)
+        try:
             active = self._active_for(server_url)
             current = f"Bearer {active[1]['access_token']}" if active is not None else None
             if current is not None and current != sent:
                 return True  # another thread got a new token while this one waited: just retry with it
-            http = Http(self.timeout, UrlPolicy(server_url))
+            http = Http(self.timeout, UrlPolicy(server_url), deadline=deadline)
             try:
                 context = self._discover(http, server_url, challenge)
                 if status == 401:
@@ -385,6 +405,8 @@ class OAuth:
                 http.close()
             with self._lock:
                 self._server = origin_of(server_url)
+        finally:
+            self._flow_lock.release()
         return True
 
     # -- discovery ----------------------------------------------------------------------------
@@ -427,8 +449,8 @@ class OAuth:
         return _Context(issuer, meta, resource, scope_list(prm.get("scopes_supported")), server_url)
 
     def _legacy_context(self, http: Http, server_url: str) -> _Context:
-        """LG15: a 2025-03-26 server has no PRM; its origin is the authorization server, whose
-        metadata sits at the root, or else the default ``/authorize``, ``/token``, ``/register``."""
+        """A 2025-03-26 server has no PRM; its origin is the authorization server, whose
+        metadata sits at the root, or else the default ``/authorize``, ``/token``, ``/register``."""  # LG15
         issuer = origin_of(server_url)
         meta = discover_as(http, issuer, same_origin=True)
         if meta is not None:
@@ -609,6 +631,9 @@ class OAuth:
             raise failure(AUTHORIZATION, endpoint, f"on_authorize failed: {type(exc).__name__}: {exc}") from exc
         if not isinstance(landed, str):
             raise failure(AUTHORIZATION, endpoint, f"on_authorize must return the redirect URL, not {type(landed)}")
+        # The user took their time (bounded by on_authorize itself): redeem the single-use code
+        # within this call's own timeout rather than a request deadline that may have passed meanwhile.
+        http.deadline = None
         code = check_redirect(
             landed,
             issuer=issuer,

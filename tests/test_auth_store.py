@@ -226,3 +226,53 @@ def test_a_hung_lock_holder_is_waited_for_with_a_bound(tmp_path: Path) -> None:
     assert store.load("https://as") == state(2)
     with pytest.raises(ValueError, match="lock_timeout"):
         FileTokenStore(path, lock_timeout=0)
+
+
+# -- issue 17.10: the lock file is not followed through a symlink; a loose token file is fixed ----
+
+
+@pytest.mark.skipif(not hasattr(os, "O_NOFOLLOW"), reason="POSIX only")
+@pytest.mark.parametrize("dangling", [False, True])
+def test_a_symlinked_lock_file_is_refused(tmp_path: Path, dangling: bool) -> None:
+    store = FileTokenStore(tmp_path / "tokens.json")
+    victim = tmp_path / "elsewhere"
+    if not dangling:
+        victim.write_text("not yours")
+    (tmp_path / "tokens.json.lock").symlink_to(victim)
+    with pytest.raises(PermissionError, match="symbolic link"):
+        store.load("https://as")
+    with pytest.raises(PermissionError, match="symbolic link"):
+        store.save("https://as", state(1))
+    if dangling:
+        assert not victim.exists()  # never created through the link
+    else:
+        assert victim.read_text() == "not yours" and stat.S_IMODE(victim.stat().st_mode) != 0
+    assert not (tmp_path / "tokens.json").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX only")
+def test_a_lock_file_that_is_not_a_regular_file_is_refused(tmp_path: Path) -> None:
+    store = FileTokenStore(tmp_path / "tokens.json")
+    os.mkfifo(tmp_path / "tokens.json.lock", 0o600)
+    with pytest.raises(PermissionError, match="not a regular file"):
+        store.load("https://as")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX modes")
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o660], ids=oct)
+def test_a_token_file_others_may_read_is_loaded_with_a_warning_and_fixed(
+    tmp_path: Path, mode: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "tokens.json"
+    FileTokenStore(path).save("https://as", state(1))
+    os.chmod(path, mode)
+    with caplog.at_level(logging.WARNING, logger="mcp_sync.auth"):
+        assert FileTokenStore(path).load("https://as") == state(1)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    (record,) = [r for r in caplog.records if "readable by group or others" in r.getMessage()]
+    assert record.levelno == logging.WARNING and f"{mode:o}" in record.getMessage()
+    assert "tok-" not in caplog.text  # the warning names the file, never what is in it
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="mcp_sync.auth"):
+        FileTokenStore(path).load("https://as")
+    assert not caplog.records  # once fixed, nothing more to say
