@@ -336,6 +336,9 @@ class OAuth:
         request.headers.update(self.headers_for(request.url))
         return request
 
+    #: ``handle_challenge`` takes ``deadline=``: the HTTP transports pass the request's deadline.
+    challenge_takes_deadline = True
+
     def handle_challenge(self, response: Any, attempt: int = 0, *, deadline: float | None = None) -> bool:
         """Answer a 401/403 ``response`` of the MCP server; True means "send the request again".
 

@@ -159,10 +159,6 @@ def test_another_threads_flow_is_awaited_no_longer_than_the_deadline() -> None:
     assert elapsed < 0.5 + MARGIN
 
 
-@pytest.mark.skipif(
-    "deadline" not in getattr(Slot, "__slots__", ()),
-    reason="needs the transport to pass its request's deadline to handle_challenge (issue 17.8a, lead's part)",
-)
 def test_the_clients_timeout_bounds_the_whole_flow(slow: SlowServer) -> None:
     """End to end with the OAuth default (30 s per exchange): the client's 3 s timeout wins."""
     started = time.monotonic()

@@ -228,7 +228,7 @@ if not any(isinstance(f, _RedactExchangeUrls) for f in _urllib3_log.filters):
 class Slot:
     """One exchange another thread may abort. The worker binds it with :meth:`bound`."""
 
-    __slots__ = ("aborted", "conn", "lock", "sock", "wake")
+    __slots__ = ("aborted", "conn", "deadline", "lock", "sock", "wake")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -236,6 +236,7 @@ class Slot:
         self.sock: socket.socket | None = None  # its socket, kept even once http.client lets go of it
         self.aborted = False
         self.wake = threading.Event()  # set on abort: interrupts backoff sleeps too
+        self.deadline: float | None = None  # when Deadlines aborts it (time.monotonic()): an auth flow keeps to it
 
     def attach(self, conn: Any) -> None:
         """This exchange now uses ``conn`` (and its socket, if connected)."""
@@ -310,6 +311,7 @@ class Deadlines:
             if self._closed:
                 return
             self._slots[slot] = deadline
+            slot.deadline = deadline
             if self._thread is None:
                 self._thread = spawn(self._run, "deadline", self._server)
             elif deadline < self._wake_at:
@@ -594,12 +596,17 @@ class HttpBase(BaseTransport):
         backstop. Plain ``requests`` auth objects have no such method.
         """
         handle = getattr(self.auth, "handle_challenge", None)
+        # An auth object that declares it (mcp_sync.OAuth) keeps its whole flow to the request's deadline.
+        bounded = handle is not None and getattr(self.auth, "challenge_takes_deadline", False) is True
         for attempt in range(MAX_CHALLENGES + 1):
             response = self._follow(method, url, slot, headers, body, timeout)
             if handle is None or response.status_code not in (401, 403) or attempt == MAX_CHALLENGES:
                 return response
             try:
-                again = handle(response, attempt)
+                if bounded and slot.deadline is not None:
+                    again = handle(response, attempt, deadline=slot.deadline)
+                else:
+                    again = handle(response, attempt)
             except BaseException:
                 response.close()
                 raise
