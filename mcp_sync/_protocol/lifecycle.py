@@ -440,8 +440,11 @@ class _Budget:
         """``engine.request`` within what is left; a timeout names the connect's whole deadline."""
         try:
             return engine.request(method, params, timeout=self.left(), cancel_on_timeout=False, cancel=cancel)
-        except RequestTimeout as exc:
-            raise RequestTimeout(f"{method}: no answer within {self.timeout:g} s", method=method) from exc
+        except RequestTimeout as exc:  # keep what the engine added (the server's last stderr lines)
+            _first, newline, rest = exc.message.partition("\n")
+            exc.message = f"{method}: no answer within {self.timeout:g} s{newline}{rest}"
+            exc.args = (exc.message, *exc.args[1:])
+            raise
 
     def left(self) -> float | None:
         """Seconds left (at least a millisecond, so a request still fails by itself), or None."""

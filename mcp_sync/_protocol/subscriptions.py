@@ -617,6 +617,3 @@ class Subscriptions:
         for sub in self._live():
             sub._close(unsubscribe=False, reason="the client was closed")
         self._workers.close(_JOIN_TIMEOUT)
-
-
-Subscription.__module__ = "mcp_sync"  # public as mcp_sync.Subscription: reprs and pickles name that

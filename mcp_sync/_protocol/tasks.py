@@ -240,6 +240,3 @@ def list_all(session: Session) -> list[Task]:
     raw = session.send("tasks/list")
     tasks: list[Any] = raw["tasks"] if isinstance(raw.get("tasks"), list) else []
     return [Task.from_wire(t, "legacy", session) for t in tasks if isinstance(t, dict)]
-
-
-Task.__module__ = "mcp_sync"  # public as mcp_sync.Task: reprs and pickles name that
