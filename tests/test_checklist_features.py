@@ -48,7 +48,7 @@ def tool(name: str, output: Any = None, **extra: Any) -> dict:
     return found
 
 
-# -- tools (O1-O5) ------------------------------------------------------------------------------------
+# -- tools ------------------------------------------------------------------------------------
 
 
 def test_o4_protocol_errors_and_tool_errors_are_told_apart(no_leaks: None) -> None:
@@ -146,7 +146,7 @@ def test_o5_a_group_tells_servers_apart_by_its_own_keys(tmp_path: Path, no_leaks
             group.call_tool("slow", {"seconds": 5}, server="alpha", timeout=0.2)
 
 
-# -- schemas (V5, V6) --------------------------------------------------------------------------------
+# -- schemas --------------------------------------------------------------------------------
 
 
 def test_v5_default_dialect_is_2020_12_and_declared_dialects_are_honoured(tmp_path: Path) -> None:
@@ -243,7 +243,7 @@ def test_v7_icons_are_data_and_never_fetched(tmp_path: Path, schema_host: tuple[
     assert hits == []
 
 
-# -- prompts and completion (Q2, Q3) -------------------------------------------------------------------
+# -- prompts and completion -------------------------------------------------------------------
 
 
 def test_q2_prompts_are_paged_and_prompts_get_may_ask_for_input(tmp_path: Path) -> None:
@@ -281,7 +281,7 @@ def test_q3_completion_against_a_real_server(mode: str, no_leaks: None) -> None:
         assert client.complete({"type": "ref/prompt", "name": "greet"}, {"name": "name", "value": "Zz"}).values == []
 
 
-# -- versions and extensions (V2, V3) ----------------------------------------------------------------------
+# -- versions and extensions ----------------------------------------------------------------------
 
 
 def test_v2_discover_first_or_any_call_inline(no_leaks: None) -> None:
@@ -309,7 +309,7 @@ def test_v3_an_extension_only_one_side_has_means_core_behaviour(tmp_path: Path, 
         assert client.call_tool("task_job", {"plan": "ok"}).text == "no task: extension not declared"
 
 
-# -- tasks (X3, X5, X6) ------------------------------------------------------------------------------------
+# -- tasks ------------------------------------------------------------------------------------
 
 
 def test_x3_polls_at_the_servers_interval(tmp_path: Path) -> None:
@@ -368,7 +368,7 @@ def test_x6_task_requests_carry_the_envelope(tmp_path: Path) -> None:
             assert "io.modelcontextprotocol/clientCapabilities" in meta and message["params"]["taskId"]
 
 
-# -- what the application does (L2, M2) ---------------------------------------------------------------------
+# -- what the application does ---------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("action", ["decline", "cancel"])
@@ -405,7 +405,7 @@ def test_m2_max_tokens_reaches_the_sampling_handler(tmp_path: Path) -> None:
     assert seen[0]["messages"] == [{"role": "user", "content": {"type": "text", "text": "hi"}}]
 
 
-# -- legacy feature gating (LG13) ----------------------------------------------------------------------------
+# -- legacy feature gating ----------------------------------------------------------------------------
 
 
 def test_lg13_capabilities_follow_the_negotiated_version(tmp_path: Path) -> None:

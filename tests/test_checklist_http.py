@@ -26,7 +26,7 @@ def event(message: dict) -> str:
     return f"event: message\ndata: {json.dumps(message)}"
 
 
-# -- Streamable HTTP (H3, H11, H16, LG4) -------------------------------------------------------------
+# -- Streamable HTTP -------------------------------------------------------------
 
 
 def test_h3_every_post_is_one_request_or_notification(no_leaks: None) -> None:
@@ -154,7 +154,7 @@ def test_lg4_legacy_http_posts_the_answer_to_a_server_request(no_leaks: None) ->
     assert answers[0].headers.get("mcp-session-id") == session.headers.get("mcp-session-id")
 
 
-# -- authorization (A3, A11, LG15) ------------------------------------------------------------------------
+# -- authorization ------------------------------------------------------------------------
 
 
 def test_a3_registration_state_is_kept_per_authorization_server(no_leaks: None) -> None:
