@@ -5,6 +5,8 @@ SDK server over HTTP."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -228,3 +230,44 @@ def test_lg15_2025_03_26_server_without_protected_resource_metadata(with_metadat
         assert world.calls("token")[0]["grant_type"] == "authorization_code"
         gets = [r.path for r in rs.seen(http_method="GET")]
         assert "/.well-known/oauth-authorization-server" in gets
+
+
+# -- a real legacy server that asks back (LG4, M2, L2) --------------------------------------------------
+
+
+def test_lg4_m2_l2_server_everything_asks_back_over_http(everything_http_url: str, no_leaks: None) -> None:
+    """LG4: server-everything (2025-11-25, Streamable HTTP) asks for sampling and elicitation in
+    the middle of a call; the client POSTs the answers. M2: the sampling handler gets maxTokens
+    as the server set it. L2: a decline from the handler reaches the server as a decline."""
+    sampled: list[dict] = []
+
+    def sampling(params: dict) -> dict:
+        sampled.append(params)
+        return {"role": "assistant", "content": {"type": "text", "text": "from the handler"}, "model": "test-model"}
+
+    with mcp_sync.Client.http(everything_http_url, on_sampling=sampling,
+                              on_elicitation=lambda params: {"action": "decline"}, timeout=30) as client:
+        assert client.era == "legacy"
+        answer = client.call_tool("trigger-sampling-request", {"prompt": "hello", "maxTokens": 7}).text
+        assert "from the handler" in answer and "test-model" in answer
+        declined = client.call_tool("trigger-elicitation-request", {}).text
+    assert sampled[0]["maxTokens"] == 7 and "hello" in sampled[0]["messages"][0]["content"]["text"]
+    assert "declined" in declined
+
+
+def test_n1_server_everything_lists_the_file_roots(everything_http_url: str, no_leaks: None) -> None:
+    """N1: the client declares roots and a real server gets them as file:// URIs."""
+    asked = threading.Event()
+
+    def roots() -> list[str]:
+        asked.set()
+        return ["file:///tmp/project-n1"]
+
+    with mcp_sync.Client.http(everything_http_url, on_roots=roots, timeout=30) as client:
+        client.connect()
+        assert asked.wait(10)  # the server asks for the roots on its own after initialized
+        listed = client.call_tool("get-roots-list", {}).text
+        deadline = time.monotonic() + 5
+        while "file:///tmp/project-n1" not in listed and time.monotonic() < deadline:
+            listed = client.call_tool("get-roots-list", {}).text  # it stores the answer asynchronously
+    assert "file:///tmp/project-n1" in listed
