@@ -578,8 +578,11 @@ def test_n1_roots_are_file_uris(tmp_path: Path) -> None:
     """N1: the client declares roots and answers with file:// URIs only; a handler giving
     another scheme fails (nothing but file:// reaches the server)."""
     peer = Peer(tmp_path, None, "--era", "modern")
-    with peer.client(on_roots=["file:///tmp/project"]) as client:
+    llm = {"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"}
+    with peer.client(on_roots=["file:///tmp/project"], on_sampling=lambda p: llm) as client:
         assert client.meta()[META_CAPS]["roots"] == {}
+        body = json.loads(client.call_tool("mrtr_many", {"tag": "n1"}).text)
+        assert body["responses"]["roots"] == {"roots": [{"uri": "file:///tmp/project"}]}
     with peer.client(on_roots=lambda: ["https://example.com/repo"]) as bad:
         with pytest.raises(mcp_sync.HandlerError, match="file://"):
             bad.call_tool("mrtr_endless")
