@@ -140,6 +140,11 @@ def check_sampling_result(result: Any) -> dict[str, Any]:
     return answer
 
 
+def is_file_uri(uri: str) -> bool:
+    """Whether ``uri`` is a ``file://`` URI (the scheme compared case-insensitively)."""
+    return uri[:7].lower() == "file://"
+
+
 def _roots_list(roots: Roots) -> list[dict[str, Any]]:
     items = _run("on_roots", roots) if callable(roots) else roots
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
@@ -152,6 +157,9 @@ def _roots_list(roots: Roots) -> list[dict[str, Any]]:
         root = {"uri": item} if isinstance(item, str) else dict(item) if isinstance(item, Mapping) else None
         if root is None or not isinstance(root.get("uri"), str):
             raise HandlerError(f"on_roots gave a root that is not a URI or a {{'uri': ...}} dict: {item!r:.60}",
+                               handler="on_roots")
+        if not is_file_uri(root["uri"]):  # N1: a root MUST be a file:// URI
+            raise HandlerError(f"on_roots gave a root that is not a file:// URI: {root['uri']!r:.60}",
                                handler="on_roots")
         listed.append(root)
     return listed

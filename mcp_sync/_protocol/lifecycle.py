@@ -84,6 +84,21 @@ class Negotiated:
     server_info: dict[str, Any]
 
 
+def legacy_capabilities(capabilities: dict[str, Any], version: str) -> dict[str, Any]:
+    """LG13: only what ``version`` has. Elicitation came with 2025-06-18; URL
+    elicitation, sampling with tools and tasks with 2025-11-25."""
+    out = dict(capabilities)
+    if version < "2025-11-25":
+        out.pop("tasks", None)
+        if isinstance(out.get("sampling"), dict):
+            out["sampling"] = {k: v for k, v in out["sampling"].items() if k != "tools"}
+        if isinstance(out.get("elicitation"), dict):
+            out["elicitation"] = {k: v for k, v in out["elicitation"].items() if k != "url"}
+    if version < "2025-06-18":
+        out.pop("elicitation", None)
+    return out
+
+
 @attrs.define
 class Lifecycle:
     """Builds the envelope and runs the era decision over an engine.
@@ -348,7 +363,8 @@ class Lifecycle:
         )
 
     def _initialize_params(self, version: str) -> dict[str, Any]:
-        return {"protocolVersion": version, "capabilities": self.capabilities("legacy"), "clientInfo": self.client_info}
+        capabilities = legacy_capabilities(self.capabilities("legacy"), version)
+        return {"protocolVersion": version, "capabilities": capabilities, "clientInfo": self.client_info}
 
     def _handshake(self, engine: Engine, version: str, budget: _Budget) -> Negotiated:
         # LG1: initialize must not be cancelled, so a timeout does not cancel it on the wire.

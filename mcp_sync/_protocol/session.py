@@ -35,7 +35,7 @@ from ..exceptions import (
 from ..transports.base import declared
 from .cache import CACHEABLE_METHODS, ResultCache, is_retry
 from .connection import ClientState, Connection
-from .handlers import Handlers
+from .handlers import Handlers, is_file_uri
 from .hosted_tasks import TASK_METHODS
 from .lifecycle import Lifecycle, Negotiated
 from .subscriptions import Subscriptions
@@ -438,4 +438,8 @@ def check_roots(roots: Any) -> None:
     """``set_roots``' argument: a list of URIs or a callable."""
     if isinstance(roots, (str, bytes)) or not (callable(roots) or isinstance(roots, Sequence)):
         raise TypeError(f"set_roots: roots must be a list of URIs or a callable, not {type(roots).__name__}")
+    for item in () if callable(roots) else roots:  # N1: roots are file:// URIs
+        uri = item.get("uri") if isinstance(item, Mapping) else item
+        if isinstance(uri, str) and not is_file_uri(uri):
+            raise ValueError(f"set_roots: a root must be a file:// URI, not {uri!r:.60}")
 

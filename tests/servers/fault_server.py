@@ -3,6 +3,7 @@
 Run:  python fault_server.py [--era modern|legacy|dual] [--behaviour NAME ...]
                              [--version V] [--supported V1,V2] [--delay S]
                              [--exit-after N] [--ttl-ms MS] [--cache-scope S]
+                             [--script FILE] [--log FILE]
 
 Python 3.9+, standard library only.  Wire format: newline-delimited JSON-RPC 2.0
 on stdin/stdout.  Diagnostics go to stderr, one plain line each.
@@ -146,6 +147,9 @@ Unlisted tools (modern requests; any era flag)
   final result or with ``notifications/cancelled`` naming it.  Each of
   these three answers "<n> listens" (how many it reached; legacy: 0).
 
+  ``getenv`` {name}: the value of that environment variable in the server
+  process, or "<unset>".
+
   ``task_job`` {plan}: with the tasks extension declared on the request,
   answers ``resultType: "task"`` and serves ``tasks/get|update|cancel``
   (see ``task_request`` for the plans); without it, a plain result.
@@ -158,6 +162,20 @@ Unlisted tools (modern requests; any era flag)
 
 ``--version V`` sets the server version reported in serverInfo (default
 "1.0").
+
+Scripted answers and a log of what the client sent
+  ``--log FILE`` appends every line received on stdin to FILE as it arrives
+  (before anything else is done with it).
+  ``--script FILE`` reads a JSON object from FILE: keys are a method
+  ("tools/list") or a method and a name ("tools/call echo", "prompts/get
+  greet", "resources/read test://a", "tasks/get task-1"; the name is
+  ``params.name``, ``params.uri`` or ``params.taskId``), values are lists of
+  steps. A request whose key (the longer one first) is in the script takes the
+  next step of its list (the last step repeats): ``{"send": [messages]}``
+  writes those messages first (any string "$request_id" in them becomes the
+  request's id), then ``{"result": R}`` answers ``R`` exactly as written (no
+  ``resultType`` added), ``{"error": E}`` answers the error ``E``, and neither
+  leaves the request unanswered. Other requests are handled as usual.
 """
 
 from __future__ import annotations
@@ -291,6 +309,8 @@ class Options:
     exit_after: int
     ttl_ms: int = 50
     cache_scope: str = "public"
+    script: Any = None  # --script: {key: [step, ...]}
+    log_path: str | None = None  # --log
 
 
 @dataclass(frozen=True)
@@ -366,7 +386,10 @@ class FaultServer:
 
     def serve(self) -> NoReturn:
         """Read stdin until end of file, then exit with code 0."""
+        log = open(self.options.log_path, "ab", buffering=0) if self.options.log_path else None
         for raw in iter(sys.stdin.buffer.readline, b""):
+            if log is not None:
+                log.write(raw)
             line = raw.decode("utf-8", errors="replace").strip()
             if line:
                 self.on_line(line)
@@ -445,6 +468,15 @@ class FaultServer:
     def run_request(self, request: Request) -> None:
         """Body of a request's thread: handle it, then answer it (or not)."""
         try:
+            step = self.scripted(request)
+            if step is not None:
+                for message in step.get("send", ()):
+                    self.send(with_request_id(message, request.id))
+                if "result" in step:
+                    self.answer(request, result_message(request.id, step["result"]))
+                elif "error" in step:
+                    self.answer(request, {"jsonrpc": "2.0", "id": request.id, "error": step["error"]})
+                return
             try:
                 answer = result_message(request.id, self.handle(request))
             except RpcError as error:
@@ -459,6 +491,17 @@ class FaultServer:
         finally:
             with self._state_lock:
                 self._in_flight.pop(request.id, None)
+
+    def scripted(self, request: Request) -> JsonObject | None:
+        """``--script``: the next scripted step for this request, or None."""
+        script = self.options.script or {}
+        name = next((request.params.get(k) for k in ("name", "uri", "taskId") if k in request.params), None)
+        for key in (f"{request.method} {name}", request.method):
+            steps = script.get(key)
+            if steps:
+                with self._state_lock:
+                    return steps.pop(0) if len(steps) > 1 else steps[0]
+        return None
 
     def answer(self, request: Request, answer: JsonObject) -> None:
         """Write one answer, applying slow-all, garbage and exit-after."""
@@ -632,6 +675,8 @@ class FaultServer:
             return text_result(f"wrote {lines} lines")
         if isinstance(name, str) and name.startswith("mrtr_"):
             return self.mrtr(name, arguments, request.params)
+        if name == "getenv":
+            return text_result(os.environ.get(str(arguments.get("name")), "<unset>"))
         if name == "task_job":
             return self.start_task(request, arguments)
         if name in ("notify_changed", "notify_updated", "end_listens"):
@@ -883,6 +928,17 @@ def error_message(request_id: RequestId | None, error: RpcError) -> JsonObject:
     return {"jsonrpc": "2.0", "id": request_id, "error": body}
 
 
+def with_request_id(value: Any, request_id: RequestId) -> Any:
+    """``value`` with every string "$request_id" replaced by ``request_id``."""
+    if value == "$request_id":
+        return request_id
+    if isinstance(value, dict):
+        return {k: with_request_id(v, request_id) for k, v in value.items()}
+    if isinstance(value, list):
+        return [with_request_id(v, request_id) for v in value]
+    return value
+
+
 def requested_version(params: JsonObject) -> Any:
     """The protocol version a request names in its _meta, or None."""
     meta = params.get("_meta")
@@ -934,6 +990,8 @@ def parse_options(argv: list[str] | None = None) -> Options:
     parser.add_argument("--exit-after", type=int, default=None, help="N for exit-after")
     parser.add_argument("--ttl-ms", type=int, default=None, help="ttlMs for cache-hints (default 50)")
     parser.add_argument("--cache-scope", default="public", help="cacheScope for cache-hints")
+    parser.add_argument("--script", default=None, help="JSON file of scripted answers")
+    parser.add_argument("--log", default=None, help="append every line received to this file")
     args = parser.parse_args(argv)
     behaviours = {BEHAVIOUR_ALIASES.get(name, name) for name in args.behaviour}
     if args.exit_after is not None:
@@ -949,6 +1007,8 @@ def parse_options(argv: list[str] | None = None) -> Options:
         exit_after=1 if args.exit_after is None else args.exit_after,
         ttl_ms=50 if args.ttl_ms is None else args.ttl_ms,
         cache_scope=args.cache_scope,
+        script=json.loads(open(args.script, encoding="utf-8").read()) if args.script else None,
+        log_path=args.log,
     )
 
 
