@@ -191,6 +191,10 @@ class Engine:
         #: Runs on the dispatch thread when the transport replaced an expired legacy
         #: HTTP session by itself: session state (subscriptions, log level) is gone. (LG3)
         self.on_session_renewed = on_session_renewed
+        #: Whether requests from the server are answered. The session turns it off where the
+        #: protocol has no server-to-client requests (a modern connection: they are dropped,
+        #: and logged, never answered). (J3)
+        self.answers_server_requests = True
         self.dispatcher = dispatcher or Dispatcher(self.name)
         self._owns_dispatcher = dispatcher is None  # a shared one is stopped by its owner (the client)
         self._ids = itertools.count(1)
@@ -712,6 +716,10 @@ class Engine:
             pending.progress(*args)
 
     def _server_request(self, raw_id: Any, method: str, params: Any) -> None:
+        if not self.answers_server_requests:
+            log.warning("mcp_sync: %s sent a %s request, which this connection does not take (not answered)",
+                        self.name, preview(method))
+            return
         request_id = normalize_id(raw_id)
         if request_id is None:  # JSON-RPC: answer with a null id when the id is unusable
             log.warning("mcp_sync: %s sent a %s request with an invalid id %s", self.name, method, preview(raw_id))

@@ -64,6 +64,62 @@ def check_mode(mode: str | None) -> str:
     return mode
 
 
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_NAME_INNER = _ALNUM | frozenset("-_.")
+_LABEL_INNER = _ALNUM | frozenset("-")
+_HEX = frozenset("0123456789abcdef")
+_TRACE_KEYS = ("traceparent", "tracestate", "baggage")
+
+
+def _valid_label(label: str) -> bool:
+    return bool(label) and label[0].isascii() and label[0].isalpha() and label[-1] in _ALNUM and all(
+        c in _LABEL_INNER for c in label
+    )
+
+
+def meta_key_problem(key: str) -> str | None:
+    """Why ``key`` is not a valid ``_meta`` key name (an optional ``label.label/`` prefix, then a
+    name that begins and ends with a letter or digit), or None. Linear in the key's length."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and not all(_valid_label(label) for label in prefix.split(".")):
+        return "its prefix must be dot-separated labels (a letter first, a letter or digit last) and a '/'"
+    if name and not (name[0] in _ALNUM and name[-1] in _ALNUM and all(c in _NAME_INNER for c in name)):
+        return "its name must begin and end with a letter or digit (hyphens, underscores, dots between)"
+    return None
+
+
+def traceparent_problem(value: Any) -> str | None:
+    """Why ``value`` is not a W3C Trace Context ``traceparent`` (version-traceid-parentid-flags), or None."""
+    if not isinstance(value, str):
+        return "it must be a string"
+    parts = value.split("-")
+    if len(parts) < 4 or [len(p) for p in parts[:4]] != [2, 32, 16, 2] or not all(set(p) <= _HEX for p in parts[:4]):
+        return "it must be version-traceid-parentid-flags in lower-case hex (2-32-16-2 digits)"
+    if parts[0] == "ff" or (parts[0] == "00" and len(parts) != 4):
+        return "its version is invalid"
+    if set(parts[1]) == {"0"} or set(parts[2]) == {"0"}:
+        return "its trace id and parent id must not be all zeros"
+    return None
+
+
+def check_meta(meta: Mapping[str, Any], label: str) -> None:
+    """Refuse a caller's ``_meta`` that breaks the key-name rules, or trace context that is not W3C's.
+
+    ``traceparent``, ``tracestate`` and ``baggage`` pass unchanged when well formed; their values
+    are strings (``tracestate`` and ``baggage`` are checked for type and size, ``traceparent`` for
+    its exact form). Raises ValueError naming the key.
+    """
+    for key, value in meta.items():
+        if key in _TRACE_KEYS:
+            problem = traceparent_problem(value) if key == "traceparent" else (
+                None if isinstance(value, str) and len(value) <= 8192 else "it must be a string of at most 8 KiB"
+            )
+        else:
+            problem = meta_key_problem(key)
+        if problem is not None:
+            raise ValueError(f"{label}: meta key {key[:80]!r}: {problem}")
+
+
 def call_options(
     label: str,
     *,
@@ -93,6 +149,7 @@ def call_options(
             raise TypeError(f"{label}: meta must be a dict, not {type(meta).__name__}")
         meta = dict(meta)
         check_json(meta, f"{label}: meta")
+        check_meta(meta, label)
     if input_responses is not None:
         if not isinstance(input_responses, Mapping):
             raise TypeError(f"{label}: input_responses must be a dict, not {type(input_responses).__name__}")

@@ -237,6 +237,8 @@ class Connection:
             restart = functools.partial(self._start_engine, attempt) if self.factory else None
             engine, negotiated = self.lifecycle.connect(engine, timeout=self.timeout, restart=restart)
             engine.transport.configure(era=negotiated.era, protocol_version=negotiated.protocol_version)
+            # J3: a modern server sends no requests and the client sends no responses
+            engine.answers_server_requests = negotiated.era == "legacy"
             self.hooks.prepare(engine, negotiated, restarted=attempt.restarted)
         except BaseException as exc:
             for each in attempt.engines:

@@ -203,6 +203,7 @@ class HttpTransport(LegacySession):
         self.max_resume_attempts = max_resume_attempts
         self._sink: MessageSink | None = None
         self._era: str | None = None
+        self._modern_version: str | None = None  # the revision in use, once the era is modern
         self._saw_modern = False
         self._protocol_version: str | None = None
         self._session_id: str | None = None
@@ -245,6 +246,8 @@ class HttpTransport(LegacySession):
         ``listen()`` returns with the session's notification stream open.
         """
         self._era = era
+        if era == "modern":
+            self._modern_version = protocol_version  # H5: notifications carry no _meta, yet need the header
         if era == "legacy" and self._listening:
             self._listen_ready.wait(LISTEN_READY_WAIT)
         if era == "legacy" and self._protocol_version is None:
@@ -285,6 +288,8 @@ class HttpTransport(LegacySession):
             raise ConnectionClosed("the HTTP transport is closed")
         method = message.get("method")
         version = _modern_version(message) if self._era != "legacy" else None
+        if version is None and self._era == "modern":
+            version = self._modern_version
         self._saw_modern = self._saw_modern or version is not None
         if method == "initialize":
             self._init_message = message
