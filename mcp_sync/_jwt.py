@@ -17,7 +17,7 @@ from .exceptions import AuthorizationError
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 ASSERTION_LIFETIME = 60  # seconds: an assertion is used once, right away
 ALGORITHMS = ("ES256", "ES384", "ES512", "RS256", "RS384", "RS512", "PS256", "EdDSA")
-EXTRA_HINT = "pip install 'mcp-sync[jwt]'"
+EXTRA_HINT = "pip install PyJWT cryptography"
 
 
 def _pyjwt() -> Any:

@@ -21,7 +21,7 @@ one thread for all; URLs a server advertises are fetched only where
 :class:`~mcp_sync._oauth_flow.UrlPolicy` allows (SSRF guards, checked on the name
 and again on the address each connection reaches). Private-key
 client authentication and cross-app access sign or carry JWTs; their crypto is
-the optional ``jwt`` extra (``pip install 'mcp-sync[jwt]'``).
+the optional ``jwt`` extra (``pip install PyJWT cryptography``).
 
 Example (a script or notebook: the system browser, the redirect caught on loopback,
 tokens kept across runs)::
@@ -185,7 +185,7 @@ class OAuth:
         (``private_key_jwt``, RFC 7523) instead of a secret: a PEM private key
         (str or bytes) or a JWK (dict or JSON); the algorithm (ES256, RS256, ...)
         defaults to the JWK's ``alg`` or the key type's usual one. Needs the
-        ``jwt`` extra: ``pip install 'mcp-sync[jwt]'``.
+        ``jwt`` extra: ``pip install PyJWT cryptography``.
     ``client_metadata_url``
         An HTTPS URL serving this client's Client ID Metadata Document; used
         as the client id where the server advertises
@@ -231,7 +231,7 @@ class OAuth:
         client = mcp_sync.Client.http("https://mcp.example.com/mcp", auth=auth)
 
         signed = mcp_sync.OAuth(client_id="my-app", private_key=open("key.pem").read(),
-                                grant_type="client_credentials")   # pip install 'mcp-sync[jwt]'
+                                grant_type="client_credentials")   # pip install PyJWT cryptography
     """
 
     def __init__(
