@@ -127,7 +127,7 @@ def test_rs256_key_from_a_jwk_with_kid(servers: Any, no_leaks: None) -> None:
 
 def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch, es256: Any) -> None:
     monkeypatch.setitem(sys.modules, "jwt", None)  # as if PyJWT were not installed
-    with pytest.raises(mcp_sync.AuthorizationError, match=r"pip install PyJWT cryptography"):  # #18.6: not a name we do not hold
+    with pytest.raises(mcp_sync.AuthorizationError, match=r"pip install PyJWT cryptography"):
         mcp_sync.OAuth(client_id="svc", private_key=pem(es256), grant_type="client_credentials")
 
 
