@@ -596,7 +596,8 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         """Call a tool and return its :class:`CallToolResult`.
 
         ``progress(progress, total, message)`` runs on the dispatch thread for
-        each progress notification, all before this returns. With
+        each progress notification, in order, all before this returns (only past
+        1,000 waiting for one call does the newest replace the last waiting). With
         ``reset_timeout_on_progress=True`` each progress notification restarts
         ``timeout``; ``max_total_timeout`` bounds the whole call. ``raise_on_error``
         turns an ``isError`` result into :class:`ToolError`. ``arguments`` must
