@@ -78,7 +78,8 @@ def test_modern_requests_carry_the_envelope() -> None:
         assert meta["io.modelcontextprotocol/clientInfo"] == {"name": "t", "version": "9"}
         assert meta["io.modelcontextprotocol/clientCapabilities"] == {}
         # the modern-only fault server refuses requests without the envelope (-32602)
-        assert client.call_tool("echo", {"text": "ok"}, meta={"traceparent": "00-1-2-01"}).text == "ok"
+        trace = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01"  # W3C form: E7 refuses others
+        assert client.call_tool("echo", {"text": "ok"}, meta={"traceparent": trace}).text == "ok"
 
 
 def test_server_ping_is_answered() -> None:
