@@ -312,7 +312,7 @@ class Engine:
         # the dispatch queue too, except when the caller *is* the dispatch thread.
         pending = _Pending(method, progress, ordered=progress is not None and not self.dispatcher.on_thread())
         wants_progress = progress is not None or reset_timeout_on_progress
-        token = f"mcp_sync-{request_id}"
+        token = f"mcp_sync-{request_id}" if wants_progress else ""
         if wants_progress:
             meta = params.get("_meta")
             params["_meta"] = {**(meta if isinstance(meta, dict) else {}), "progressToken": token}

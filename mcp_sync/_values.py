@@ -141,7 +141,8 @@ def check_tool_call(label: str, name: Any, arguments: Any) -> dict[str, Any]:
     """
     if not isinstance(name, str):
         raise TypeError(f"{label}: the tool name must be a string, not {type(name).__name__}")
-    check_json(name, f"{label}: the tool name")
+    if not name.isascii():  # an ASCII name is fine as it is: no walk
+        check_json(name, f"{label}: the tool name")
     if arguments is None:
         return {}
     if not isinstance(arguments, Mapping):
