@@ -34,7 +34,6 @@ import os
 import shutil
 import sys
 import tempfile
-import textwrap
 import threading
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
@@ -256,6 +255,30 @@ def _width() -> int:
     return max(40, shutil.get_terminal_size((100, 24)).columns)
 
 
+def wrap_words(text: str, width: int) -> list[str]:
+    """``text``'s words in lines of at most ``width`` characters; a longer word is cut in pieces.
+
+    Linear in ``len(text)``: ``textwrap.wrap`` re-slices the rest of a long word for each piece,
+    which is quadratic (0.4 s for one 800 kB word, and a server's description can be megabytes).
+
+    Example: ``wrap_words("a bb ccccc", 4) == ["a bb", "cccc", "c"]``
+    """
+    lines: list[str] = []
+    line = ""
+    for word in text.split():
+        pieces = [word[i : i + width] for i in range(0, len(word), width)] if len(word) > width else [word]
+        for piece in pieces:
+            if line and len(line) + 1 + len(piece) <= width:
+                line += " " + piece  # a line stays under width: each join is bounded
+            else:
+                if line:
+                    lines.append(line)
+                line = piece
+    if line:
+        lines.append(line)
+    return lines
+
+
 def table(rows: Sequence[tuple[str, str]], out: TextIO) -> None:
     """Two aligned columns; the second wrapped to the terminal's width. Both come from a server:
     they are escaped (:func:`escape`), names on one line."""
@@ -265,7 +288,7 @@ def table(rows: Sequence[tuple[str, str]], out: TextIO) -> None:
     left = min(max(len(name) for name, _ in rows), 30)
     wrap = max(20, _width() - left - 2)
     for name, text in rows:
-        lines = textwrap.wrap(" ".join(text.split()), wrap) or [""]
+        lines = wrap_words(text, wrap) or [""]
         if len(name) > left:
             out.write(f"{name}\n")
             lines_out = [" " * (left + 2) + line for line in lines]

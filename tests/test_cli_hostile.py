@@ -266,3 +266,14 @@ def test_tools_of_every_server_of_a_config(evil: str, tmp_path: Path) -> None:
     assert cli("tools", "--config", str(config)).returncode == 0
     one = cli("tools", "--config", str(config), "--server", "demo")  # one server: as before
     assert one.returncode == 0 and one.stdout.startswith("echo(text)")
+
+
+def test_wrapping_is_linear_and_bounded() -> None:
+    from mcp_sync._cli import wrap_words
+
+    assert wrap_words("a bb ccccc", 4) == ["a bb", "cccc", "c"]
+    for text in ("a" * 4_000_000, "a-" * 2_000_000, " x" * 2_000_000):
+        started = time.monotonic()
+        lines = wrap_words(text, 60)
+        assert time.monotonic() - started < 10.0  # idle: ~0.3 s; textwrap.wrap grows with the square (0.4 s at 800 kB)
+        assert all(len(line) <= 60 for line in lines)
