@@ -527,7 +527,12 @@ def _all_tools(servers: Mapping[str, Any], args: argparse.Namespace, cancel: Can
 
 def _call(client: Client, args: argparse.Namespace, words: list[str], cancel: CancellationToken, saver: Saver) -> int:
     name = words[0]
-    tools = list(client.tools(cancel=cancel))  # the schema says how to read key=value, and what to check
+    try:  # the schema says how to read key=value, and what to check
+        tools = list(client.tools(cancel=cancel))
+    except MCPError:
+        if cancel.cancelled:
+            raise
+        tools = []  # no listing (no tools capability, a broken page): call as before, unchecked
     tool = next((t for t in tools if t.name == name), None)
     arguments: dict[str, Any] = {}
     if args.json_args:
