@@ -245,3 +245,57 @@ def test_expanding_many_unclosed_variables_is_fast() -> None:
     started = time.monotonic()
     loaded = mcp_sync.load_config({"mcpServers": {"s": {"command": value}}})
     assert loaded["s"]["command"] == value and time.monotonic() - started < 5
+
+
+def old_strip_jsonc(text: str) -> str:
+    """strip_jsonc before #17.5 (one character at a time), the reference for what it means."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        char = text[i]
+        if char == '"':
+            end = i + 1
+            while end < n and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            out.append(text[i : end + 1])
+            i = end + 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+        elif char == ",":
+            rest = i + 1
+            while True:
+                while rest < n and text[rest].isspace():
+                    rest += 1
+                if text.startswith("//", rest):
+                    end = text.find("\n", rest)
+                    rest = n if end < 0 else end
+                elif text.startswith("/*", rest):
+                    end = text.find("*/", rest + 2)
+                    rest = n if end < 0 else end + 2
+                else:
+                    break
+            if rest >= n or text[rest] not in "}]":
+                out.append(char)
+            i += 1
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
+
+
+def _parsed(text: str) -> Any:
+    try:
+        return ("ok", json.loads(text))
+    except (ValueError, RecursionError):
+        return ("error",)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet='{}[]",/*\\ \n:a1', max_size=30))
+def test_strip_jsonc_means_what_it_meant(text: str) -> None:
+    """The chunked strip_jsonc gives JSON that parses to the same value (only blanks may differ)."""
+    assert _parsed(strip_jsonc(text)) == _parsed(old_strip_jsonc(text))
