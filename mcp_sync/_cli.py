@@ -493,7 +493,8 @@ def _tool_table(tools: Sequence[Tool], out: TextIO) -> None:
     table([(f"{t.name}({_signature(t.input_schema)})", t.description or t.title or "") for t in tools], out)
 
 
-def _all_tools(servers: Mapping[str, Any], args: argparse.Namespace, cancel: CancellationToken) -> int:
+def _all_tools(servers: Mapping[str, Any], args: argparse.Namespace, cancel: CancellationToken,
+               opened: Callable[[Any], None]) -> int:
     """``tools --config FILE`` without ``--server``: every server's tools, grouped by server (in
     the config's order); a server that fails is reported on stderr and the status is 1."""
     from ._group import ClientGroup
@@ -503,16 +504,23 @@ def _all_tools(servers: Mapping[str, Any], args: argparse.Namespace, cancel: Can
     listed: dict[str, Any] = {}
     options = {name: {"stderr": _stderr_shower({"name": name})} for name, entry in servers.items()
                if not _is_remote(entry)}
-    with ClientGroup(dict(servers), timeout=args.timeout, options=options) as group:
+    group = ClientGroup(dict(servers), timeout=args.timeout, options=options)
+    opened(group)  # closed by main's close(), also after Ctrl-C
+    with group:
         for name in servers:
             client = group.clients.get(name)
-            try:
-                if client is None:
-                    raise group.errors[name]
-                tools = list(client.tools(cancel=cancel))
-            except MCPError as exc:
+            error = group.errors.get(name) if client is None else None  # any exception: a bad entry too
+            tools: list[Tool] = []
+            if client is not None:
+                try:
+                    tools = list(client.tools(cancel=cancel))
+                except MCPError as exc:
+                    if cancel.cancelled:
+                        raise
+                    error = exc
+            if error is not None:
                 sys.stderr.write(f"mcp-sync: error: server {escape(name, one_line=True)}: "
-                                 f"{type(exc).__name__}: {escape(str(exc), one_line=True)}\n")
+                                 f"{type(error).__name__}: {escape(str(error), one_line=True)}\n")
                 status = EXIT_ERROR
                 continue
             if args.json:
@@ -626,12 +634,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=level, handlers=[handler])
     needed = 1 if args.command in _NEEDS else 0
     cancel = CancellationToken()
-    client: list[Client] = []
+    client: list[Any] = []  # what close() closes: the Client, or the ClientGroup of tools --config
 
     def work() -> int:
         target, words = _split_target(args, needed)
         if isinstance(target, _AllServers):
-            return _all_tools(target, args, cancel)
+            return _all_tools(target, args, cancel, client.append)
         label = {"name": "server"}
         options: dict[str, Any] = {} if _is_remote(target) else {"stderr": _stderr_shower(label)}
         opened = _client_for(target, timeout=args.timeout, **options)
