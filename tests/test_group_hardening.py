@@ -41,7 +41,9 @@ def test_close_does_not_wait_behind_a_connecting_member(no_leaks: None) -> None:
     group.close()
     closing = time.monotonic() - started
     thread.join(10)
-    assert closing < 3.0, closing  # Client.close() on a connecting client returns at once
+    # as long as Client.close() on that connecting client (2.0 s here: the mute server ignores its
+    # closed stdin and gets the grace before a signal), not the 25 s connect timeout; margin for load
+    assert closing < 8.0, closing
     assert not thread.is_alive() and isinstance(box.get("error"), mcp_sync.ClientStateError), box
     with pytest.raises(mcp_sync.ClientStateError):
         group.connect()
