@@ -8,28 +8,39 @@
     mcp-sync read      <target> <uri>
     mcp-sync prompt    <target> <name> [key=value ...]
 
-``<target>`` is a URL, a quoted command line, or ``--config FILE --server NAME``.
+``<target>`` is a URL, a quoted command line, or ``--config FILE --server NAME``
+(``tools --config FILE`` alone lists every server's tools).
 Exit status: 0 success, 1 an MCP error or a tool result with ``isError``, 2 bad
-usage, 130 after Ctrl-C (the request is cancelled on the server first).
+usage, 130 after Ctrl-C (the request is cancelled on the server first), 141 when
+stdout was closed early (``mcp-sync tools ... | head -1``: 128 + SIGPIPE, as a
+shell tool killed by that signal; nothing is printed).
+
+Text from a server (names, descriptions, instructions, URIs, error messages, its
+log lines) is shown with control characters escaped (``\x1b`` rather than the raw
+byte), so a server cannot drive the terminal; results are escaped too when stdout
+is a terminal, and written as they are when piped or with ``--raw``.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import difflib
+import io
 import json
 import logging
 import mimetypes
+import os
 import shutil
 import sys
 import tempfile
-import textwrap
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence, TextIO
+from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
 
 from ._client import Client
-from ._connect import connect
+from ._connect import _client_for
+from ._schemas import InvalidArguments
 from .cancellation import CancellationToken
 from .exceptions import MCPError
 from .models import (
@@ -41,9 +52,10 @@ from .models import (
     ResourceLink,
     TextContent,
     TextResourceContents,
+    Tool,
 )
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
 _CANCEL_GRACE = 5.0  # seconds the cancelled request gets to wind down after Ctrl-C
 
 
@@ -52,6 +64,45 @@ _NEEDS = {"call": "<tool>", "read": "<uri>", "prompt": "<name>"}  # the word eac
 
 class UsageError(Exception):
     """Bad command line or config: exit 2 with the message."""
+
+
+# -- text for a terminal -------------------------------------------------------------------
+
+_BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))  # "Trojan Source" controls
+_SURROGATES = range(0xD800, 0xE000)  # lone ones: not encodable, print would fail
+
+
+def _escape_table(keep: str) -> dict[int, str]:
+    table = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0))
+             if chr(code) not in keep}
+    table.update({code: f"\\u{code:04x}" for code in (*_BIDI, *_SURROGATES)})
+    return table
+
+
+_LINES = _escape_table("\n\t")  # text shown as text: newlines and tabs stay
+_ONE_LINE = _escape_table("")  # a name, a column, an error line: nothing may break it
+_RAW = {code: "\ufffd" for code in _SURROGATES}  # raw output: only what cannot be encoded is replaced
+_JSON = {code: f"\\u{code:04x}" for code in (0x7F, *range(0x80, 0xA0), *_BIDI, *_SURROGATES)}
+
+
+def escape(text: str, one_line: bool = False) -> str:
+    """``text`` from a server, safe for a terminal: C0 and C1 control characters (except newline
+    and tab, unless ``one_line``), DEL, bidirectional overrides and lone surrogates shown as
+    visible escapes. Linear (``str.translate``); nothing else changes.
+
+    Example: ``escape("a\\x1b]52;c;eA==\\x07b") == "a\\\\x1b]52;c;eA==\\\\x07b"``
+    """
+    return text.translate(_ONE_LINE if one_line else _LINES)
+
+
+def json_text(value: Any) -> str:
+    """``value`` as indented JSON whose strings show C1 controls, DEL, bidirectional overrides and
+    lone surrogates as ``\\uXXXX`` escapes: the same JSON to a parser, inert on a terminal, and
+    always encodable (``ensure_ascii=False`` keeps the rest readable; JSON escapes C0 itself).
+
+    Example: ``json_text({"a": "\\x9b"}) == '{\\n  "a": "\\\\u009b"\\n}'``
+    """
+    return json.dumps(value, indent=2, ensure_ascii=False).translate(_JSON)
 
 
 # -- arguments ----------------------------------------------------------------------------
@@ -64,6 +115,9 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--server", metavar="NAME", help="the server of --config to use")
     common.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds per request (default 60)")
     common.add_argument("--save-dir", metavar="DIR", help="where images and blobs are saved (default: a new temp dir)")
+    common.add_argument("--raw", action="store_true",
+                        help="write results as the server sent them, control characters included "
+                             "(the default when stdout is not a terminal)")
     common.add_argument("-v", "--verbose", action="count", default=0, help="log to stderr (-vv: debug)")
     parser = argparse.ArgumentParser(
         prog="mcp-sync",
@@ -72,7 +126,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     usage = {
-        "tools": ("list the tools", "<target>"),
+        "tools": ("list the tools (of every server of --config FILE without --server)", "<target>"),
         "call": ("call a tool", "<target> <tool> [key=value ...]"),
         "resources": ("list the resources", "<target>"),
         "prompts": ("list the prompts", "<target>"),
@@ -89,29 +143,81 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def parse_value(text: str) -> Any:
-    """``key=value`` values: JSON when they parse as JSON (``3``, ``true``, ``{"a": 1}``), else the text."""
+def _says_string(schema: Any) -> bool:
+    """Whether a property's schema takes a string: ``"type": "string"`` (alone or in a list), an
+    ``enum``/``const`` of strings, or (one level) an ``anyOf``/``oneOf`` branch saying so."""
+    if not isinstance(schema, Mapping):
+        return False
+    kind = schema.get("type")
+    if kind == "string" or (isinstance(kind, list) and "string" in kind):
+        return True
+    if kind is None:
+        values = schema["enum"] if isinstance(schema.get("enum"), list) else []
+        values = [schema["const"]] if "const" in schema else values
+        if values and all(isinstance(value, str) for value in values):
+            return True
+        for key in ("anyOf", "oneOf"):
+            branches = schema.get(key)
+            if isinstance(branches, list) and any(
+                    isinstance(branch, Mapping) and (branch.get("type") == "string" or (
+                        isinstance(branch.get("type"), list) and "string" in branch["type"])) for branch in branches):
+                return True
+    return False
+
+
+def parse_value(text: str, schema: Any = None) -> Any:
+    """A ``key=value`` value: the text itself where the property's ``schema`` takes a string
+    (``message=123`` stays ``"123"``), else JSON when it parses (``3``, ``true``, ``{"a": 1}``),
+    else the text.
+
+    Example: ``parse_value("123") == 123 and parse_value("123", {"type": "string"}) == "123"``
+    """
+    if _says_string(schema):
+        return text
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: "[" * 100000 typed or pasted
         return text
 
 
-def parse_pairs(pairs: Iterable[str]) -> dict[str, Any]:
+def parse_pairs(pairs: Iterable[str], schema: Any = None, raw: bool = False) -> dict[str, Any]:
+    """``key=value`` words as arguments, each value read as the tool's input ``schema`` says
+    (see :func:`parse_value`); ``raw=True`` keeps every value as text (prompt arguments).
+
+    Example: ``parse_pairs(["n=3", "name=Ada"]) == {"n": 3, "name": "Ada"}``
+    """
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    properties = properties if isinstance(properties, Mapping) else {}
     arguments: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise UsageError(f"expected key=value, got {pair!r}")
-        arguments[key] = parse_value(value)
+        arguments[key] = value if raw else parse_value(value, properties.get(key))
     return arguments
 
 
+def did_you_mean(name: str, names: Iterable[str]) -> str:
+    """`` (did you mean 'echo'?)`` for a mistyped tool name, or ``""``. Names longer than 200
+    characters are not compared (difflib's cost grows with the product of the lengths).
+
+    Example: ``did_you_mean("ecko", ["echo", "add"]) == " (did you mean 'echo'?)"``
+    """
+    candidates = [candidate for candidate in names if len(candidate) <= 200]
+    close = difflib.get_close_matches(name[:200], candidates, n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(escape(c, one_line=True)) for c in close)}?)" if close else ""
+
+
 def _split_target(args: argparse.Namespace, needed: int) -> tuple[Any, list[str]]:
-    """The target (a URL, a command line or a config entry) and the remaining words."""
+    """The target (a URL, a command line, a config entry, or for ``tools`` without ``--server``
+    the whole config as ``{name: entry}``) and the remaining words."""
     words = list(args.words)
-    if args.config:
-        target: Any = _config_entry(args.config, args.server)
+    if args.config and args.command == "tools" and args.server is None:
+        from ._config import load_config
+
+        target: Any = _AllServers(load_config(args.config))
+    elif args.config:
+        target = _config_entry(args.config, args.server)
     elif args.server:
         raise UsageError("--server needs --config FILE")
     elif not words:
@@ -121,6 +227,10 @@ def _split_target(args: argparse.Namespace, needed: int) -> tuple[Any, list[str]
     if len(words) < needed:
         raise UsageError(f"{args.command}: missing {_NEEDS[args.command]}")
     return target, words
+
+
+class _AllServers(dict):  # type: ignore[type-arg]
+    """Every server of a config file: ``tools --config FILE`` without ``--server``."""
 
 
 def _config_entry(path: str, server: str | None) -> Any:
@@ -145,14 +255,40 @@ def _width() -> int:
     return max(40, shutil.get_terminal_size((100, 24)).columns)
 
 
+def wrap_words(text: str, width: int) -> list[str]:
+    """``text``'s words in lines of at most ``width`` characters; a longer word is cut in pieces.
+
+    Linear in ``len(text)``: ``textwrap.wrap`` re-slices the rest of a long word for each piece,
+    which is quadratic (0.4 s for one 800 kB word, and a server's description can be megabytes).
+
+    Example: ``wrap_words("a bb ccccc", 4) == ["a bb", "cccc", "c"]``
+    """
+    lines: list[str] = []
+    line = ""
+    for word in text.split():
+        pieces = [word[i : i + width] for i in range(0, len(word), width)] if len(word) > width else [word]
+        for piece in pieces:
+            if line and len(line) + 1 + len(piece) <= width:
+                line += " " + piece  # a line stays under width: each join is bounded
+            else:
+                if line:
+                    lines.append(line)
+                line = piece
+    if line:
+        lines.append(line)
+    return lines
+
+
 def table(rows: Sequence[tuple[str, str]], out: TextIO) -> None:
-    """Two aligned columns; the second wrapped to the terminal's width."""
+    """Two aligned columns; the second wrapped to the terminal's width. Both come from a server:
+    they are escaped (:func:`escape`), names on one line."""
     if not rows:
         return
+    rows = [(escape(name, one_line=True), escape(text)) for name, text in rows]
     left = min(max(len(name) for name, _ in rows), 30)
     wrap = max(20, _width() - left - 2)
     for name, text in rows:
-        lines = textwrap.wrap(" ".join(text.split()), wrap) or [""]
+        lines = wrap_words(text, wrap) or [""]
         if len(name) > left:
             out.write(f"{name}\n")
             lines_out = [" " * (left + 2) + line for line in lines]
@@ -187,32 +323,58 @@ class Saver:
         return path.resolve()
 
 
-def print_content(blocks: Iterable[Any], saver: Saver, out: TextIO) -> None:
+def _same(text: str) -> str:
+    return text
+
+
+def print_content(blocks: Iterable[Any], saver: Saver, out: TextIO, clean: Callable[[str], str] = _same) -> None:
+    """A result's content blocks: text through ``clean`` (:func:`escape` for a terminal, or only
+    unencodable characters replaced), files saved, anything else as JSON."""
     for block in blocks:
         if isinstance(block, TextContent):
-            out.write(block.text if block.text.endswith("\n") else block.text + "\n")
+            text = clean(block.text)
+            out.write(text if text.endswith("\n") else text + "\n")
         elif isinstance(block, (ImageContent, AudioContent)):
             path = saver.save(block.data, block.mime_type, block.type)
-            out.write(f"[{block.type} {block.mime_type} saved to {path}]\n")
+            out.write(f"[{block.type} {escape(str(block.mime_type), one_line=True)} saved to {path}]\n")
         elif isinstance(block, ResourceLink):
-            out.write(f"[resource link {block.uri}{' ' + block.name if block.name else ''}]\n")
+            name = " " + escape(block.name, one_line=True) if block.name else ""
+            out.write(f"[resource link {escape(block.uri, one_line=True)}{name}]\n")
         elif isinstance(block, EmbeddedResource):
-            print_resource_contents([block.resource], saver, out)
+            print_resource_contents([block.resource], saver, out, clean)
         else:
-            out.write(json.dumps(getattr(block, "raw", block)) + "\n")
+            out.write(json_text(getattr(block, "raw", block)) + "\n")
 
 
-def print_resource_contents(contents: Iterable[Any], saver: Saver, out: TextIO) -> None:
+def print_resource_contents(contents: Iterable[Any], saver: Saver, out: TextIO,
+                            clean: Callable[[str], str] = _same) -> None:
     for item in contents:
         if isinstance(item, TextResourceContents):
-            out.write(item.text if item.text.endswith("\n") else item.text + "\n")
+            text = clean(item.text)
+            out.write(text if text.endswith("\n") else text + "\n")
         elif isinstance(item, BlobResourceContents):
             path = saver.save(item.blob, item.mime_type, "blob")
-            out.write(f"[{item.uri} ({item.mime_type or 'blob'}) saved to {path}]\n")
+            out.write(f"[{escape(item.uri, one_line=True)} ({escape(item.mime_type or 'blob', one_line=True)})"
+                      f" saved to {path}]\n")
 
 
 def _dump(value: Any, out: TextIO) -> None:
-    out.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    out.write(json_text(value) + "\n")
+
+
+def _result_cleaner(args: argparse.Namespace, out: TextIO) -> Callable[[str], str]:
+    """How results are written: escaped on a terminal; as sent (lone surrogates replaced, so that
+    they can be encoded) when piped or with ``--raw``."""
+    if args.raw or not _isatty(out):
+        return lambda text: text.translate(_RAW)
+    return escape
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a closed or odd stream
+        return False
 
 
 class Progress:
@@ -226,7 +388,7 @@ class Progress:
 
     def __call__(self, progress: float, total: float | None, message: str | None) -> None:
         amount = f"{progress:g}/{total:g}" if total else f"{progress:g}"
-        line = f"progress {amount}" + (f": {message}" if message else "")
+        line = f"progress {amount}" + (f": {escape(message, one_line=True)}" if message else "")
         with self._lock:
             if self._live:
                 self._stream.write("\r\x1b[K" + line[: _width() - 1])
@@ -248,12 +410,13 @@ class Progress:
 def run_command(client: Client, args: argparse.Namespace, words: list[str], cancel: CancellationToken) -> int:
     """Run one command on a connected client; returns the exit status."""
     out, saver = sys.stdout, Saver(args.save_dir)
+    clean = _result_cleaner(args, out)
     if args.command == "tools":
         tools = list(client.tools(cancel=cancel))
         if args.json:
             _dump([tool.raw for tool in tools], out)
         else:
-            table([(f"{t.name}({_signature(t.input_schema)})", t.description or t.title or "") for t in tools], out)
+            _tool_table(tools, out)
     elif args.command == "resources":
         resources = list(client.resources(cancel=cancel))
         if args.json:
@@ -292,38 +455,117 @@ def run_command(client: Client, args: argparse.Namespace, words: list[str], canc
         if args.json:
             _dump(result.raw, out)
         else:
-            print_resource_contents(result.contents, saver, out)
+            print_resource_contents(result.contents, saver, out, clean)
     elif args.command == "prompt":
-        rendered = client.get_prompt(words[0], {k: v if isinstance(v, str) else json.dumps(v)
-                                                for k, v in parse_pairs(words[1:]).items()}, cancel=cancel)
+        # prompt arguments are strings: each value as typed ('"quoted"' keeps its quotes)
+        rendered = client.get_prompt(words[0], parse_pairs(words[1:], raw=True), cancel=cancel)
         if args.json:
             _dump(rendered.raw, out)
         else:
             for message in rendered.messages:
-                out.write(f"{message.role}: ")
-                print_content([message.content], saver, out)
+                out.write(f"{escape(str(message.role), one_line=True)}: ")
+                print_content([message.content], saver, out, clean)
     elif args.command == "call":
         return _call(client, args, words, cancel, saver)
     return EXIT_OK
 
 
+def _is_remote(target: Any) -> bool:
+    """Whether ``target`` is reached over HTTP (no stderr to show), as ``_client_for`` decides."""
+    if isinstance(target, str):
+        return target.startswith(("http://", "https://"))
+    if isinstance(target, Mapping):
+        kind = str(target.get("type", target.get("transport", ""))).lower()
+        return "url" in target and kind != "stdio"
+    return False
+
+
+def _stderr_shower(label: Mapping[str, str]) -> Callable[[str], None]:
+    """Each stderr line of a server, on our stderr as ``[name] line``, escaped: it is the
+    server's text (the library's default writes it as it is)."""
+    def show(line: str) -> None:
+        sys.stderr.write(f"[{escape(label['name'], one_line=True)}] {escape(line, one_line=True)}\n")
+
+    return show
+
+
+def _tool_table(tools: Sequence[Tool], out: TextIO) -> None:
+    table([(f"{t.name}({_signature(t.input_schema)})", t.description or t.title or "") for t in tools], out)
+
+
+def _all_tools(servers: Mapping[str, Any], args: argparse.Namespace, cancel: CancellationToken,
+               opened: Callable[[Any], None]) -> int:
+    """``tools --config FILE`` without ``--server``: every server's tools, grouped by server (in
+    the config's order); a server that fails is reported on stderr and the status is 1."""
+    from ._group import ClientGroup
+
+    out = sys.stdout
+    status = EXIT_OK
+    listed: dict[str, Any] = {}
+    options = {name: {"stderr": _stderr_shower({"name": name})} for name, entry in servers.items()
+               if not _is_remote(entry)}
+    group = ClientGroup(dict(servers), timeout=args.timeout, options=options)
+    opened(group)  # closed by main's close(), also after Ctrl-C
+    with group:
+        for name in servers:
+            client = group.clients.get(name)
+            error = group.errors.get(name) if client is None else None  # any exception: a bad entry too
+            tools: list[Tool] = []
+            if client is not None:
+                try:
+                    tools = list(client.tools(cancel=cancel))
+                except MCPError as exc:
+                    if cancel.cancelled:
+                        raise
+                    error = exc
+            if error is not None:
+                sys.stderr.write(f"mcp-sync: error: server {escape(name, one_line=True)}: "
+                                 f"{type(error).__name__}: {escape(str(error), one_line=True)}\n")
+                status = EXIT_ERROR
+                continue
+            if args.json:
+                listed[name] = [tool.raw for tool in tools]
+            else:
+                out.write(f"{'' if name == next(iter(servers)) else chr(10)}[{escape(name, one_line=True)}]\n")
+                _tool_table(tools, out)
+    if args.json:
+        _dump(listed, out)
+    return status
+
+
 def _call(client: Client, args: argparse.Namespace, words: list[str], cancel: CancellationToken, saver: Saver) -> int:
+    name = words[0]
+    try:  # the schema says how to read key=value, and what to check
+        tools = list(client.tools(cancel=cancel))
+    except MCPError:
+        if cancel.cancelled:
+            raise
+        tools = []  # no listing (no tools capability, a broken page): call as before, unchecked
+    tool = next((t for t in tools if t.name == name), None)
     arguments: dict[str, Any] = {}
     if args.json_args:
         loaded = parse_value(args.json_args)
         if not isinstance(loaded, dict):
             raise UsageError("--json-args must be a JSON object")
         arguments.update(loaded)
-    arguments.update(parse_pairs(words[1:]))
+    arguments.update(parse_pairs(words[1:], tool.input_schema if tool is not None else None))
     progress = Progress(sys.stderr)
     try:
-        result: CallToolResult = client.call_tool(words[0], arguments, progress=progress, cancel=cancel)
+        # a listed tool: the arguments are checked against its inputSchema before anything is
+        # sent (InvalidArguments names the mismatch); an unlisted name is still tried (a server
+        # may take tools it does not list), and its error gets a suggestion
+        result: CallToolResult = client.call_tool(tool if tool is not None else name, arguments, progress=progress,
+                                                  cancel=cancel, validate=tool is not None)
+    except MCPError as exc:
+        if tool is None:
+            exc.cli_hint = did_you_mean(name, [t.name for t in tools])  # type: ignore[attr-defined]
+        raise
     finally:
         progress.done()
     if args.json:
         _dump(result.raw, sys.stdout)
     else:
-        print_content(result.content, saver, sys.stdout)
+        print_content(result.content, saver, sys.stdout, _result_cleaner(args, sys.stdout))
         if not result.content and result.structured_content is not None:
             _dump(result.structured_content, sys.stdout)
     return EXIT_ERROR if result.is_error else EXIT_OK
@@ -367,8 +609,9 @@ class _LogFormat(logging.Formatter):
     """``mcp_sync: ...`` messages as they are; other loggers (server stderr, server logs) named."""
 
     def format(self, record: logging.LogRecord) -> str:
-        message = record.getMessage()
-        return message if message.startswith("mcp_sync:") else f"{record.name}: {message}"
+        # a server's stderr lines and log messages, and the names they carry, are its text
+        message = escape(record.getMessage(), one_line=True)
+        return message if message.startswith("mcp_sync:") else f"{escape(record.name, one_line=True)}: {message}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -391,35 +634,81 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=level, handlers=[handler])
     needed = 1 if args.command in _NEEDS else 0
     cancel = CancellationToken()
-    client: list[Client] = []
+    client: list[Any] = []  # what close() closes: the Client, or the ClientGroup of tools --config
 
     def work() -> int:
         target, words = _split_target(args, needed)
-        client.append(connect(target, timeout=args.timeout))
-        return run_command(client[0], args, words, cancel)
+        if isinstance(target, _AllServers):
+            return _all_tools(target, args, cancel, client.append)
+        label = {"name": "server"}
+        options: dict[str, Any] = {} if _is_remote(target) else {"stderr": _stderr_shower(label)}
+        opened = _client_for(target, timeout=args.timeout, **options)
+        label["name"] = opened.name  # set before it starts: no line comes earlier
+        client.append(opened)
+        opened.connect()
+        return run_command(opened, args, words, cancel)
 
     def close() -> None:
         for opened in client:
             opened.close()
 
     try:
-        return _in_worker(work, cancel, close)
+        status = _in_worker(work, cancel, close)
+    except BrokenPipeError:  # stdout closed early (| head): end quietly
+        status = EXIT_BROKEN_PIPE
     except UsageError as exc:
-        parser.exit(EXIT_USAGE, f"mcp-sync: error: {exc}\n")
+        close()
+        parser.exit(EXIT_USAGE, f"mcp-sync: error: {escape(str(exc), one_line=True)}\n")
     except (MCPError, OSError, ValueError) as exc:  # one line, no traceback
         kind = type(exc).__name__
-        sys.stderr.write(f"mcp-sync: error: {kind}: {exc}\n")
-        # a bad target or config file is bad usage; what the server did is an MCP error
-        usage = kind == "ConfigError" or (isinstance(exc, ValueError) and not isinstance(exc, MCPError))
-        return EXIT_USAGE if usage else EXIT_ERROR
+        hint = getattr(exc, "cli_hint", "")
+        sys.stderr.write(f"mcp-sync: error: {kind}: {escape(str(exc), one_line=True)}{hint}\n")
+        # a bad target or config file, or arguments that do not fit the tool's schema, is bad
+        # usage; what the server did is an MCP error
+        usage = kind == "ConfigError" or isinstance(exc, InvalidArguments) or (
+            isinstance(exc, ValueError) and not isinstance(exc, MCPError))
+        status = EXIT_USAGE if usage else EXIT_ERROR
     finally:
         close()
+    try:
         sys.stdout.flush()
-    return EXIT_ERROR  # not reached: parser.exit raises SystemExit
+    except BrokenPipeError:
+        status = EXIT_BROKEN_PIPE
+    if status == EXIT_BROKEN_PIPE:
+        _stdout_to_devnull()
+    return status
+
+
+def _stdout_to_devnull() -> None:
+    """After a broken pipe: what is still buffered for stdout goes nowhere, so that neither this
+    process's exit nor a later write prints a second error (the recipe of Python's signal docs)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real stdout (a test's StringIO): nothing to silence
+        pass
+
+
+def _buffered_stdout() -> None:
+    """Under ``PYTHONUNBUFFERED=1`` (``python -u``) stdout writes straight to its file, and a
+    write the pipe takes only in part is dropped without an error (a text stream over a raw file
+    ignores short writes): ``| head -1`` then lost output quietly and exited 0 instead of seeing
+    the closed pipe. A buffered writer completes every write or raises; lines still go out at
+    once (line buffering)."""
+    stdout = sys.stdout
+    if isinstance(getattr(stdout, "buffer", None), io.RawIOBase):
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(stdout.buffer), encoding=stdout.encoding,
+                                      errors="replace", line_buffering=True)
 
 
 def entry_point() -> None:
     """The ``mcp-sync`` console script. Example: ``mcp-sync tools "python server.py"``."""
+    _buffered_stdout()
+    for stream in (sys.stdout, sys.stderr):  # a terminal in a non-UTF-8 locale: "?" beats a crash
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")
     try:
         status = main()
     except KeyboardInterrupt:  # during start-up or shutdown

@@ -125,6 +125,7 @@ def _client_for(target: Target, **options: Any) -> Client:
     builds its clients with it too)."""
     if isinstance(target, str):
         if target.startswith(("http://", "https://")):
+            _check_headers(options.get("headers"))
             return Client.http(target, **options)
         if target.lower().endswith((".json", ".jsonc")) and os.path.isfile(target):
             return _client_for_entry(_only_server(target), **options)
@@ -159,6 +160,13 @@ def _only_server(config: Any) -> Mapping[str, Any]:
     return next(iter(servers.values()))
 
 
+def _check_headers(headers: Mapping[str, Any] | None) -> None:
+    """Header names and values that can go on the wire, or a ConfigError naming the header."""
+    from ._config import ConfigError, check_headers
+
+    check_headers(headers, lambda message: ConfigError(message, field="headers"))
+
+
 def _client_for_entry(entry: Mapping[str, Any], **options: Any) -> Client:
     from ._config import TRANSPORT_KINDS
 
@@ -169,6 +177,7 @@ def _client_for_entry(entry: Mapping[str, Any], **options: Any) -> Client:
     if "url" in entry and kind != "stdio":
         http_options = {key: entry[key] for key in HTTP_OPTIONS if key in entry}
         headers = {**(entry.get("headers") or {}), **(options.pop("headers", None) or {})} or None
+        _check_headers(headers)
         factory = Client.sse if kind == "sse" else Client.http
         return factory(entry["url"], headers=headers, **{**http_options, **options})
     if "command" not in entry:

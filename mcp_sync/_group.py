@@ -5,14 +5,15 @@ from __future__ import annotations
 import inspect
 import logging
 import os
-import re
 import threading
+import warnings
+import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Union
 
 import attrs
 
-from ._client import Client
+from ._client import Client, ClientState
 from ._config import load_config
 from ._connect import NOT_GIVEN, _client_for, given_options, is_whole_config
 from ._llm_formats import LLMFormatsMixin, shortened_name
@@ -92,23 +93,68 @@ class _Names:
         return candidate
 
 
+def _template_parts(template: str) -> tuple[list[str], bool]:
+    """The literal pieces of a URI template (one more than its ``{...}`` expressions) and whether
+    every expression is a simple ``{name}`` (RFC 6570 level 1). Linear: one ``find`` pass."""
+    literals: list[str] = []
+    simple = True
+    position = literal_start = 0
+    while True:
+        opening = template.find("{", position)
+        if opening < 0:
+            break
+        closing = template.find("}", opening + 1)
+        if closing < 0:
+            break
+        # "{a{b}": the expression is the inner one (no "{" inside an expression); rfind walks back
+        # over text just walked, once, so the whole stays linear even on "{" * n + "}"
+        opening = template.rfind("{", opening, closing)
+        literals.append(template[literal_start:opening])
+        first = template[opening + 1 : opening + 2]
+        simple = simple and (first.isalnum() or first == "_")
+        position = literal_start = closing + 1
+    literals.append(template[literal_start:])
+    return literals, simple
+
+
+_SEPARATORS = ("/", "?", "#")
+
+
+def _has_separator(text: str, start: int, end: int) -> bool:
+    return any(text.find(separator, start, end) >= 0 for separator in _SEPARATORS)
+
+
 def template_fits(template: str, uri: str) -> bool:
-    """Whether ``uri`` could come from the URI template ``template`` (RFC 6570), loosely: each
-    ``{...}`` expression stands for any text (within one path segment for a simple ``{name}``).
-    Used only to choose which server to ask first.
+    """Whether ``uri`` could come from the URI template ``template`` (RFC 6570), loosely.
+    Used only to choose which server to ask first, so a wrong guess costs an extra request.
+
+    "Fits" means: the template's literal text is in ``uri`` in order (the text before the first
+    expression at its start, the text after the last one at its end), and what is left between
+    them is what the expressions stand for. When every expression is a simple ``{name}``, each
+    stands for text within one path segment (no ``/``, ``?`` or ``#``), exactly as RFC 6570
+    expands it; a template with any operator (``{+path}``, ``{?q}``, ``{/p}``, ...) lets every
+    expression stand for any text.
+
+    Time: linear in ``len(template) + len(uri)`` (each literal is looked for once, from where the
+    previous one ended; the leftmost place is always a right choice), never a regex, whose
+    backtracking on ``.*`` per expression froze ``read_resource`` on a template with 24
+    ``{+a}`` (#17.6).
 
     Example: ``template_fits("test://items/{id}", "test://items/7") is True``
     """
-    pattern, position = "", 0
-    for match in _EXPRESSION.finditer(template):
-        pattern += re.escape(template[position : match.start()])
-        pattern += "[^/?#]*" if match.group(1)[:1].isalnum() or match.group(1)[:1] == "_" else ".*"
-        position = match.end()
-    pattern += re.escape(template[position:])
-    return re.fullmatch(pattern, uri, re.DOTALL) is not None
-
-
-_EXPRESSION = re.compile(r"\{([^{}]*)\}")
+    literals, simple = _template_parts(template)
+    if len(literals) == 1:
+        return uri == template
+    first, last = literals[0], literals[-1]
+    if not uri.startswith(first) or len(uri) < len(first) + len(last) or not uri.endswith(last):
+        return False
+    position, end = len(first), len(uri) - len(last)
+    for literal in literals[1:-1]:
+        found = uri.find(literal, position, end)
+        if found < 0 or (simple and _has_separator(uri, position, found)):
+            return False
+        position = found + len(literal)
+    return not (simple and _has_separator(uri, position, end))
 
 
 class ClientGroup(LLMFormatsMixin):
@@ -205,7 +251,15 @@ class ClientGroup(LLMFormatsMixin):
         #: name -> exception, for the servers that failed to connect
         self.errors: dict[str, BaseException] = {}
         self._lock = threading.RLock()
-        self._state = "new"
+        # connect() waits here (the lock released) while another thread connects; close() wakes it
+        self._changed = threading.Condition(self._lock)
+        self._state = "new"  # new -> connecting -> open -> closed (closed from any of them)
+        self._connecting: dict[str, Client] = {}  # the clients of a connect in progress
+        # every client the group owns, for the finalizer: a plain list that never refers back to
+        # the group, so that a group nobody references is freed (and closes its servers) at once
+        self._owned: list[Client] = [source for source in self._sources.values() if isinstance(source, Client)]
+        self._finalizer = weakref.finalize(self, _collect_group, self._owned, f"ClientGroup {sorted(self._sources)}")
+        self._finalizer.atexit = False  # at exit the clients' own exit hook closes them
         self._names = {"tool": _Names(), "prompt": _Names()}
         # kind -> server -> name/uri -> item, from each server's last complete listing
         self._seen: dict[str, dict[str, dict[str, Any]]] = {
@@ -226,7 +280,10 @@ class ClientGroup(LLMFormatsMixin):
         """Connect every server at once (done by the first use too); returns the group.
 
         Failures go to :attr:`errors` (and the log), or with ``strict=True``
-        close everything and raise the first failure (in config order).
+        close everything and raise the first failure (in config order). No lock
+        is held while servers start: :meth:`close` from another thread returns at
+        once and makes this raise :class:`ClientStateError`; another thread's
+        ``connect()`` (or first use) waits for this one.
 
         Example::
 
@@ -234,43 +291,70 @@ class ClientGroup(LLMFormatsMixin):
             print(sorted(group.clients), group.errors)
         """
         with self._lock:
+            while self._state == "connecting":  # another thread connects: wait for it, unlocked
+                self._changed.wait(1.0)
             if self._state == "closed":
                 raise ClientStateError("this ClientGroup is closed")
             if self._state == "open":
                 return self
-            clients: dict[str, Client] = {}
-            errors: dict[str, BaseException] = {}
+            self._state = "connecting"
+        clients: dict[str, Client] = {}
+        errors: dict[str, BaseException] = {}
+        try:
             for name, source in self._sources.items():
                 try:
-                    clients[name] = source if isinstance(source, Client) else _client_for(source, **self._options[name])
+                    # named after its key ("[crashes] boom" on stderr), unless a name is given
+                    options = {"name": name, **self._options[name]}
+                    clients[name] = source if isinstance(source, Client) else _client_for(source, **options)
                 except (ValueError, TypeError, OSError) as exc:  # a bad entry is that server's failure
-                    errors[name] = exc
+                    errors[name] = _without_traceback(exc)
+            with self._lock:
+                self._owned.extend(client for client in clients.values() if client not in self._owned)
+                closed = self._state == "closed"
+                self._connecting = dict(clients)
+            if closed:
+                raise ClientStateError("this ClientGroup was closed while connecting")
             connects = {name: (client.connect,) for name, client in clients.items()}
-            try:
-                outcomes = run_concurrently(connects, "group", "connect")
-            except BaseException:  # Ctrl-C while connecting: leave no server running
-                for client in clients.values():
-                    client.close()
-                raise
-            for name, client in clients.items():
-                error = outcomes[name][1]
-                if error is None:
-                    self.clients[name] = client
-                else:
-                    client.close()
-                    errors[name] = error
-            self.errors.update((name, errors[name]) for name in self._sources if name in errors)  # config order
-            self._state = "open"
-            for name, error in self.errors.items():
-                log.warning("mcp_sync: server %r failed to connect: %s: %s", name, type(error).__name__, error)
-            if self.strict and self.errors:
-                first = next(iter(self.errors.values()))
-                self.close()
-                raise first
+            outcomes = run_concurrently(connects, "group", "connect")  # unlocked: close() may run meanwhile
+            with self._lock:
+                self._connecting = {}
+                if self._state == "closed":  # close() closed these clients already
+                    raise ClientStateError("this ClientGroup was closed while connecting")
+                for name, client in clients.items():
+                    error = outcomes[name][1]
+                    if error is None:
+                        self.clients[name] = client
+                    else:
+                        errors[name] = _without_traceback(error)
+                self.errors.update((name, errors[name]) for name in self._sources if name in errors)  # config order
+                self._state = "open"
+                self._changed.notify_all()
+        except BaseException:  # closed meanwhile, or Ctrl-C while connecting: leave no server running
+            with self._lock:
+                self._connecting = {}
+                if self._state == "connecting":
+                    self._state = "new"  # a later use tries again
+                self._changed.notify_all()
+            for client in clients.values():
+                client.close()
+            raise
+        for name, client in clients.items():
+            if name in self.errors:
+                client.close()
+        for name, error in self.errors.items():
+            log.warning("mcp_sync: server %r failed to connect: %s: %s", name, type(error).__name__, error)
+        if self.strict and self.errors:
+            first = next(iter(self.errors.values()))
+            self.close()
+            raise first
         return self
 
     def close(self) -> None:
         """Close every client (idempotent; bounded like :meth:`Client.close`).
+
+        Returns at once even while another thread connects (the servers still
+        starting are closed too, and that ``connect()`` raises
+        :class:`ClientStateError`).
 
         Example: ``group.close()``
         """
@@ -278,8 +362,9 @@ class ClientGroup(LLMFormatsMixin):
             if self._state == "closed":
                 return
             self._state = "closed"
-            clients = [client for client in self._sources.values() if isinstance(client, Client)]
-            clients += list(self.clients.values())
+            clients = [*self._owned, *self.clients.values(), *self._connecting.values()]
+            self._changed.notify_all()
+        self._finalizer.detach()
         unique = {id(client): client for client in clients}
         run_concurrently({str(key): (client.close,) for key, client in unique.items()}, "group", "close")
 
@@ -597,12 +682,10 @@ class ClientGroup(LLMFormatsMixin):
 
     def _read_from_any(self, uri: str, options: Mapping[str, Any]) -> ReadResourceResult:
         clients = self._open_clients()
-        with self._lock:
-            fitting = {
-                server
-                for server, templates in self._seen["resource_template"].items()
-                if any(template_fits(template, uri) for template in templates)
-            }
+        with self._lock:  # a copy under the lock; the matching (linear, but a server's size) outside it
+            listed = {server: list(templates) for server, templates in self._seen["resource_template"].items()}
+        fitting = {server for server, templates in listed.items()
+                   if any(template_fits(template, uri) for template in templates)}
         last: MCPError | None = None
         for _, client in sorted(clients.items(), key=lambda entry: entry[0] not in fitting):  # fitting first
             try:
@@ -620,6 +703,35 @@ class ClientGroup(LLMFormatsMixin):
 
     def __repr__(self) -> str:
         return f"<ClientGroup {self._state} servers={sorted(self._sources)} failed={sorted(self.errors)}>"
+
+
+def _without_traceback(error: BaseException) -> BaseException:
+    """``error`` (and the errors chained to it) without tracebacks, to be kept in ``errors``: a
+    traceback holds frames, and a frame of ``connect`` holds the group, so a kept traceback made a
+    reference cycle that kept a dropped group (and its servers) alive until a gc ran (#18.12)."""
+    seen: set[int] = set()
+    pending = [error]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        current.__traceback__ = None
+        pending.extend(chained for chained in (current.__cause__, current.__context__) if chained is not None)
+    return error
+
+
+def _collect_group(owned: list[Client], label: str) -> None:
+    """The finalizer of a group nobody references any more: close what it left open."""
+    if any(client.state is ClientState.OPEN for client in owned):
+        warnings.warn(f"unclosed {label}: call close() or use 'with'", ResourceWarning, stacklevel=2)
+    for client in owned:
+        if client.state is ClientState.CLOSED:
+            continue
+        try:
+            client.close()
+        except Exception:  # a finalizer must not raise
+            log.debug("mcp_sync: closing a collected group's client failed", exc_info=True)
 
 
 #: the option names a per-server ``options=`` entry may use: the group's own keyword options
