@@ -271,10 +271,15 @@ def _without_patterns(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> Iterator[Any]:
-    if unique is True and isinstance(instance, list) and not all_unique(instance):
-        from jsonschema.exceptions import ValidationError
+    if unique is True and isinstance(instance, list):
+        pair = first_duplicate(instance)
+        if pair is not None:
+            from jsonschema.exceptions import ValidationError
 
-        yield ValidationError(f"{_short(repr(instance))} has non-unique elements")
+            first, second = pair
+            yield ValidationError(
+                f"{_short(repr(instance), 100)} has non-unique elements (items {first} and {second} are equal)"
+            )
 
 
 class _Key:
@@ -327,18 +332,27 @@ def canonical(value: Any) -> tuple[Any, ...]:
     return tuple(tokens)
 
 
+def first_duplicate(items: Iterable[Any]) -> tuple[int, int] | None:
+    """The indexes of the first item equal (as JSON) to an earlier one, or None; linear time
+    (hashes :func:`canonical` forms instead of comparing every pair).
+
+    Example: ``first_duplicate([1, True, {"a": 1}, 1.0])  # (0, 3)``
+    """
+    seen: dict[tuple[Any, ...], int] = {}
+    for index, item in enumerate(items):
+        key = canonical(item)
+        if key in seen:
+            return seen[key], index
+        seen[key] = index
+    return None
+
+
 def all_unique(items: Iterable[Any]) -> bool:
-    """Whether no two items are equal JSON values; linear time (hashes :func:`canonical` forms).
+    """Whether no two items are equal JSON values; linear time (see :func:`first_duplicate`).
 
     Example: ``all_unique([1, True, {"a": 1}]) and not all_unique([1, 1.0])``
     """
-    seen: set[tuple[Any, ...]] = set()
-    for item in items:
-        key = canonical(item)
-        if key in seen:
-            return False
-        seen.add(key)
-    return True
+    return first_duplicate(items) is None
 
 
 def _short(text: str, limit: int = _MAX_MESSAGE) -> str:
