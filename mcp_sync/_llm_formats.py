@@ -12,7 +12,7 @@ import json
 import logging
 import re
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Mapping, overload
 
 from ._sentinels import USE_CLIENT_DEFAULT
 from .exceptions import MCPError
@@ -28,6 +28,31 @@ from .models import (
 )
 
 if TYPE_CHECKING:
+    # The provider SDKs' own types, for type checkers only (#18.4): with the SDKs installed the
+    # results fit their parameters under mypy --strict; without them these names are Any. The
+    # ignores keep a check quiet where an SDK is missing or older.
+    from anthropic.types import ToolParam as AnthropicTool  # type: ignore[import-not-found,attr-defined,unused-ignore]
+    from anthropic.types import (  # type: ignore[import-not-found,attr-defined,unused-ignore]
+        ToolResultBlockParam as AnthropicToolResult,
+    )
+    from anthropic.types import ToolUseBlock  # type: ignore[import-not-found,attr-defined,unused-ignore]
+    from openai.types.chat import (  # type: ignore[import-not-found,attr-defined,unused-ignore]
+        ChatCompletionFunctionToolParam as OpenAIChatTool,
+    )
+    from openai.types.chat import (  # type: ignore[import-not-found,attr-defined,unused-ignore]
+        ChatCompletionMessageToolCallUnion,
+    )
+    from openai.types.chat import (  # type: ignore[import-not-found,attr-defined,unused-ignore]
+        ChatCompletionToolMessageParam as OpenAIToolMessage,
+    )
+    from openai.types.responses import (  # type: ignore[import-not-found,attr-defined,unused-ignore]
+        FunctionToolParam as OpenAIResponsesTool,
+    )
+    from openai.types.responses import ResponseFunctionToolCall  # type: ignore[import-not-found,attr-defined,unused-ignore]
+    from openai.types.responses.response_input_item_param import (  # type: ignore[import-not-found,attr-defined,unused-ignore]
+        FunctionCallOutput as OpenAIFunctionCallOutput,
+    )
+
     from ._engine import ProgressCallback
     from ._values import Timeout
     from .cancellation import CancellationToken
@@ -482,7 +507,15 @@ def assign_names(tools: Iterable[Tool]) -> list[tuple[str, Tool]]:
     return [(assigned[name], tool) for name, tool in unique.items()]
 
 
-def to_openai_tools(tools: Iterable[Tool], api: str = "chat", strict: bool = False) -> list[dict[str, Any]]:
+@overload
+def to_openai_tools(tools: Iterable[Tool], api: Literal["chat"] = ..., strict: bool = ...) -> list[OpenAIChatTool]: ...
+@overload
+def to_openai_tools(
+    tools: Iterable[Tool], api: Literal["responses"], strict: bool = ...
+) -> list[OpenAIResponsesTool]: ...
+@overload
+def to_openai_tools(tools: Iterable[Tool], api: str = ..., strict: bool = ...) -> list[Any]: ...
+def to_openai_tools(tools: Iterable[Tool], api: str = "chat", strict: bool = False) -> list[Any]:
     """``tools`` as OpenAI function tools.
 
     ``api="chat"`` (Chat Completions) gives ``{"type": "function", "function":
@@ -492,6 +525,8 @@ def to_openai_tools(tools: Iterable[Tool], api: str = "chat", strict: bool = Fal
     with ``"strict": false``. Responses API tools always carry ``strict``
     (that API takes a missing one as true). Names are made valid with
     :func:`llm_name` (see :func:`assign_names` for duplicates and collisions).
+    With the ``openai`` package installed, type checkers see the SDK's own
+    parameter types (``ChatCompletionFunctionToolParam``, ``FunctionToolParam``).
 
     Example::
 
@@ -512,8 +547,9 @@ def to_openai_tools(tools: Iterable[Tool], api: str = "chat", strict: bool = Fal
     return out
 
 
-def to_anthropic_tools(tools: Iterable[Tool]) -> list[dict[str, Any]]:
-    """``tools`` as Anthropic Messages API tools: ``[{"name", "description", "input_schema"}]``.
+def to_anthropic_tools(tools: Iterable[Tool]) -> list[AnthropicTool]:
+    """``tools`` as Anthropic Messages API tools: ``[{"name", "description", "input_schema"}]``
+    (typed as the ``anthropic`` SDK's ``ToolParam`` when it is installed).
 
     Example::
 
@@ -813,7 +849,13 @@ class LLMFormatsMixin:
             known = self._llm_names
         return known.get(name)
 
-    def to_openai_tools(self, api: str = "chat", strict: bool = False) -> list[dict[str, Any]]:
+    @overload
+    def to_openai_tools(self, api: Literal["chat"] = ..., strict: bool = ...) -> list[OpenAIChatTool]: ...
+    @overload
+    def to_openai_tools(self, api: Literal["responses"], strict: bool = ...) -> list[OpenAIResponsesTool]: ...
+    @overload
+    def to_openai_tools(self, api: str = ..., strict: bool = ...) -> list[Any]: ...
+    def to_openai_tools(self, api: str = "chat", strict: bool = False) -> list[Any]:
         """This server's tools as OpenAI function tools (see :func:`mcp_sync.to_openai_tools`).
 
         Example::
@@ -823,7 +865,7 @@ class LLMFormatsMixin:
         """
         return to_openai_tools(self._remember_names(self._llm_tools()), api=api, strict=strict)
 
-    def to_anthropic_tools(self) -> list[dict[str, Any]]:
+    def to_anthropic_tools(self) -> list[AnthropicTool]:
         """This server's tools as Anthropic tools (see :func:`mcp_sync.to_anthropic_tools`).
 
         Example::
@@ -840,6 +882,63 @@ class LLMFormatsMixin:
         """
         return to_gemini_tools(self._remember_names(self._llm_tools()))
 
+    # The SDKs' call objects give the SDKs' message types (#18.4); dicts and the rest give Any.
+    @overload
+    def run_tool_call(
+        self,
+        call: ChatCompletionMessageToolCallUnion,
+        format: Literal["openai"] = ...,
+        *,
+        validate: bool | None = ...,
+        timeout: Timeout = ...,
+        progress: ProgressCallback | None = ...,
+        cancel: CancellationToken | None = ...,
+        meta: Mapping[str, Any] | None = ...,
+        reset_timeout_on_progress: bool = ...,
+        max_total_timeout: float | None = ...,
+    ) -> OpenAIToolMessage: ...
+    @overload
+    def run_tool_call(
+        self,
+        call: ResponseFunctionToolCall,
+        format: Literal["openai"] = ...,
+        *,
+        validate: bool | None = ...,
+        timeout: Timeout = ...,
+        progress: ProgressCallback | None = ...,
+        cancel: CancellationToken | None = ...,
+        meta: Mapping[str, Any] | None = ...,
+        reset_timeout_on_progress: bool = ...,
+        max_total_timeout: float | None = ...,
+    ) -> OpenAIFunctionCallOutput: ...
+    @overload
+    def run_tool_call(
+        self,
+        call: ToolUseBlock,
+        format: Literal["anthropic"],
+        *,
+        validate: bool | None = ...,
+        timeout: Timeout = ...,
+        progress: ProgressCallback | None = ...,
+        cancel: CancellationToken | None = ...,
+        meta: Mapping[str, Any] | None = ...,
+        reset_timeout_on_progress: bool = ...,
+        max_total_timeout: float | None = ...,
+    ) -> AnthropicToolResult: ...
+    @overload
+    def run_tool_call(
+        self,
+        call: Any,
+        format: str = ...,
+        *,
+        validate: bool | None = ...,
+        timeout: Timeout = ...,
+        progress: ProgressCallback | None = ...,
+        cancel: CancellationToken | None = ...,
+        meta: Mapping[str, Any] | None = ...,
+        reset_timeout_on_progress: bool = ...,
+        max_total_timeout: float | None = ...,
+    ) -> Any: ...
     def run_tool_call(
         self,
         call: Any,
@@ -852,7 +951,7 @@ class LLMFormatsMixin:
         meta: Mapping[str, Any] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> Any:
         """Run one tool call an LLM asked for and return the provider's tool-result message.
 
         ``call`` is the provider's tool-call object (a dict, or the provider
@@ -867,7 +966,8 @@ class LLMFormatsMixin:
         tools); nothing is raised for the model's mistakes. Nulls sent for
         optional parameters that may not be null (what OpenAI strict mode makes
         models do) are left out (:func:`drop_optional_nulls`). The options go to
-        ``call_tool`` (e.g. ``timeout=30``).
+        ``call_tool`` (e.g. ``timeout=30``). Type checkers see the SDK's message
+        type when ``call`` is the SDK's call object (a dict gives Any).
 
         Example::
 
