@@ -176,10 +176,13 @@ json_values = st.recursive(
 
 @settings(max_examples=300, deadline=None)
 @given(items=st.lists(json_values, max_size=6))
-def test_all_unique_agrees_with_jsonschema(items: list[Any]) -> None:
-    from jsonschema._utils import uniq
+def test_all_unique_agrees_with_pairwise_json_equality(items: list[Any]) -> None:
+    """The reference is the quadratic pairwise comparison with JSON equality (not jsonschema's own
+    ``uniq``, which is wrong for e.g. ``[[0], [False], [0]]``: it calls those unique)."""
+    from mcp_sync._schema_subset import equal
 
-    assert all_unique(items) == uniq(items)
+    pairwise = not any(equal(a, b) for i, a in enumerate(items) for b in items[i + 1 :])
+    assert all_unique(items) == pairwise
 
 
 def test_canonical_is_iterative() -> None:
