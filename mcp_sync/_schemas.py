@@ -413,10 +413,12 @@ def mismatches(
 # -- per client ----------------------------------------------------------------------------
 
 
-def _seconds(client: Any) -> float | None:
-    """The client's own timeout, when it has a number: a check never takes longer than a call may."""
-    timeout = getattr(client, "timeout", None)
-    return float(timeout) if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) else None
+def _seconds(client: Any, seconds: Any = None) -> float | None:
+    """The call's timeout, else the client's, when it is a number: a check never takes longer than a call may."""
+    for timeout in (seconds, getattr(client, "timeout", None)):
+        if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+            return float(timeout)
+    return None
 
 
 class ToolSchemas:
@@ -468,16 +470,24 @@ class ToolSchemas:
                 return tool
 
     def check_arguments(
-        self, client: Client, name: str, tool: Tool | None, arguments: Mapping[str, Any], validate: bool | None
+        self,
+        client: Client,
+        name: str,
+        tool: Tool | None,
+        arguments: Mapping[str, Any],
+        validate: bool | None,
+        seconds: float | None = None,
     ) -> None:
-        """Raise :class:`InvalidArguments` when asked to check and the arguments do not match."""
+        """Raise :class:`InvalidArguments` when asked to check and the arguments do not match.
+
+        ``seconds`` bounds the check (the call's own timeout; the client's when None)."""
         if not (self.validate_input if validate is None else validate):
             return
         tool = tool or self._tool(client, name)
         if tool is None:
             log.debug("mcp_sync: arguments of %r not checked: the server did not list that tool", name)
             return
-        errors = mismatches(tool.input_schema, dict(arguments), f"the arguments of {name!r}", _seconds(client))
+        errors = mismatches(tool.input_schema, dict(arguments), f"the arguments of {name!r}", _seconds(client, seconds))
         if errors:
             path, why = errors[0]
             raise InvalidArguments(
@@ -487,8 +497,12 @@ class ToolSchemas:
                 method="tools/call",
             )
 
-    def check_result(self, client: Client, name: str, tool: Tool | None, result: CallToolResult) -> None:
-        """Warn about, or raise :class:`ProtocolError` for, a result that breaks the tool's outputSchema."""
+    def check_result(
+        self, client: Client, name: str, tool: Tool | None, result: CallToolResult, seconds: float | None = None
+    ) -> None:
+        """Warn about, or raise :class:`ProtocolError` for, a result that breaks the tool's outputSchema.
+
+        ``seconds`` bounds the check (the call's own timeout; the client's when None)."""
         mode = self.validate_output
         if mode is False or result.is_error:
             return
@@ -506,7 +520,7 @@ class ToolSchemas:
             problem = "the tool declares an outputSchema but returned no structuredContent"
         else:
             errors = mismatches(
-                tool.output_schema, result.structured_content, f"the result of {name!r}", _seconds(client)
+                tool.output_schema, result.structured_content, f"the result of {name!r}", _seconds(client, seconds)
             )
             if not errors:
                 return
