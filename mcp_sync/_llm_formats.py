@@ -459,7 +459,7 @@ def _description(tool: Tool) -> str:
     return tool.description or tool.title or ""
 
 
-def assign_names(tools: Iterable[Tool]) -> list[tuple[str, Tool]]:
+def assign_names(tools: Iterable[Tool], *, warn: bool = True) -> list[tuple[str, Tool]]:
     """Each tool with the name an LLM API sees, in listing order; a server's faults degrade (#17.3).
 
     A name listed twice keeps its first listing (the others are left out, with a
@@ -468,7 +468,7 @@ def assign_names(tools: Iterable[Tool]) -> list[tuple[str, Tool]]:
     deterministically, with a warning: the name that is valid as it is keeps it (else
     the smallest), the others get a further hash. The result depends only on the set of
     names and which listing came first, so :meth:`LLMFormatsMixin.run_tool_call` maps a
-    name back the same way.
+    name back the same way. ``warn=False`` leaves the warnings out (for a second pass).
 
     Example::
 
@@ -478,7 +478,8 @@ def assign_names(tools: Iterable[Tool]) -> list[tuple[str, Tool]]:
     unique: dict[str, Tool] = {}
     for tool in tools:
         if tool.name in unique:
-            log.warning("mcp_sync: tool %r is listed twice; the first listing is offered to the model", tool.name)
+            if warn:
+                log.warning("mcp_sync: tool %r is listed twice; the first listing is offered to the model", tool.name)
             continue
         unique[tool.name] = tool
     wanted = {name: llm_name(name) for name in unique}
@@ -500,6 +501,8 @@ def assign_names(tools: Iterable[Tool]) -> list[tuple[str, Tool]]:
             attempt += 1
         taken.add(candidate)
         assigned[name] = candidate
+        if not warn:
+            continue
         log.warning(
             "mcp_sync: tools %r and %r would share the LLM name %r; %r is offered as %r",
             claims[wanted[name]][0], name, wanted[name], name, candidate,
@@ -833,7 +836,7 @@ class LLMFormatsMixin:
         return list(self.tools())
 
     def _remember_names(self, tools: list[Tool]) -> list[Tool]:
-        assigned = assign_names(tools)
+        assigned = assign_names(tools, warn=False)  # the export itself warns, once
         names = {name: tool.name for name, tool in assigned}
         schemas = {tool.name: tool.input_schema for _, tool in assigned}  # for drop_optional_nulls
         with _names_lock:

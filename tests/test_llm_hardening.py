@@ -389,3 +389,11 @@ def test_unknown_tool_names_the_closest_few() -> None:
     out = fake.run_tool_call({"id": "2", "type": "function", "function": {"name": huge, "arguments": "{}"}})
     assert time.monotonic() - start < BOUND
     assert out["content"].startswith("Error: unknown tool") and len(out["content"]) < 1000
+
+
+def test_an_export_warns_once_per_fault(odd_server: list[str], caplog: pytest.LogCaptureFixture) -> None:
+    with mcp_sync.Client.stdio(PY, odd_server, timeout=20) as client:
+        caplog.set_level(logging.WARNING, logger="mcp_sync")
+        client.to_openai_tools()
+    messages = _warnings(caplog)
+    assert sum("listed twice" in m for m in messages) == 1 and sum("would share" in m for m in messages) == 1
