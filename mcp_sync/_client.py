@@ -623,7 +623,8 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         )
         session = self._session
         session.require("tools", "tools/call")
-        session.schemas.check_arguments(self.tools, tool_name, tool, args, validate)
+        bound = self.timeout if options.timeout is USE_CLIENT_DEFAULT else options.timeout  # of the checks too
+        session.schemas.check_arguments(self.tools, tool_name, tool, args, validate, bound)
         request_ids: list[Any] | None = [] if raise_on_error else None  # for ToolError only
         params = {"name": tool_name, "arguments": args}
         try:
@@ -639,11 +640,10 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
                 session, "tools/call", params, _tool_call_options(session, options, tool_name, args, request_ids)
             )
         if raw.get("resultType") == "task":  # X2: a task handle, unasked: wait for it like a call
-            wait = self.timeout if options.timeout is USE_CLIENT_DEFAULT else options.timeout
-            result = Task.from_wire(raw, "modern", session).wait(timeout=wait)
+            result = Task.from_wire(raw, "modern", session).wait(timeout=bound)
         else:
             result = CallToolResult.from_wire(raw)
-        session.schemas.check_result(self.tools, tool_name, tool, result)
+        session.schemas.check_result(self.tools, tool_name, tool, result, bound)
         if raise_on_error and result.is_error:
             raise ToolError(
                 f"tool {tool_name!r} failed: {result.text[:200]}",

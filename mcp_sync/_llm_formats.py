@@ -12,9 +12,12 @@ import json
 import logging
 import re
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Mapping, overload
 
+from ._options import ProgressCallback
 from ._sentinels import USE_CLIENT_DEFAULT
+from ._values import Timeout
+from .cancellation import CancellationToken
 from .exceptions import MCPError
 from .models import (
     AudioContent,
@@ -28,9 +31,34 @@ from .models import (
 )
 
 if TYPE_CHECKING:
-    from ._options import ProgressCallback
-    from ._values import Timeout
-    from .cancellation import CancellationToken
+    # The provider SDKs' own types, for type checkers only (#18.4): with the SDKs installed the
+    # results fit their parameters under mypy --strict; without them these names are Any. The
+    # ignores keep a check quiet where an SDK is missing or older.
+    from anthropic.types import ToolParam as AnthropicTool  # type: ignore[import-not-found,attr-defined,unused-ignore]
+    from anthropic.types import (  # type: ignore[import-not-found,attr-defined,unused-ignore]
+        ToolResultBlockParam as AnthropicToolResult,
+    )
+    from anthropic.types import ToolUseBlock  # type: ignore[import-not-found,attr-defined,unused-ignore]
+    from openai.types.chat import (  # type: ignore[import-not-found,attr-defined,unused-ignore]
+        ChatCompletionFunctionToolParam as OpenAIChatTool,
+    )
+    from openai.types.chat import (  # type: ignore[import-not-found,attr-defined,unused-ignore]
+        ChatCompletionMessageToolCallUnion,
+    )
+    from openai.types.chat import (  # type: ignore[import-not-found,attr-defined,unused-ignore]
+        ChatCompletionToolMessageParam as OpenAIToolMessage,
+    )
+    from openai.types.responses import (  # type: ignore[import-not-found,attr-defined,unused-ignore]
+        FunctionToolParam as OpenAIResponsesTool,
+    )
+    from openai.types.responses import ResponseFunctionToolCall  # type: ignore[import-not-found,attr-defined,unused-ignore]
+    from openai.types.responses.response_input_item_param import (  # type: ignore[import-not-found,attr-defined,unused-ignore]
+        FunctionCallOutput as OpenAIFunctionCallOutput,
+    )
+else:  # at run time they are Any (importing the SDKs would cost seconds), so get_type_hints() resolves
+    AnthropicTool = AnthropicToolResult = ToolUseBlock = OpenAIChatTool = Any
+    ChatCompletionMessageToolCallUnion = OpenAIToolMessage = OpenAIResponsesTool = Any
+    ResponseFunctionToolCall = OpenAIFunctionCallOutput = Any
 
 log = logging.getLogger("mcp_sync")
 
@@ -40,6 +68,12 @@ _VALID_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}\Z")  # \Z: "$" would ac
 _INVALID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 _HASH_LEN = 8
 _MAX_DEPTH = 32  # bound on schema nesting walked (and $ref inlining)
+#: The most schema nodes (keys copied, counted) one tool's schema may expand to while its ``$ref`` are
+#: inlined: a DAG of references can otherwise expand exponentially (30 $defs each naming the next twice:
+#: 2^30 copies from a 2 KB schema). Past it the tool is sent with its references kept, or loose (#17.2).
+EXPANSION_BUDGET = 50_000
+_MAX_ARGUMENT_DEPTH = 200  # a model's arguments nested deeper are refused (sending them would recurse)
+_MAX_NAME_SHOWN = 100  # characters of a model's tool name quoted back or compared
 _FORMATS = ("openai", "anthropic", "gemini")
 _NO_OUTPUT = "(no output)"  # an empty result, said in words: some APIs refuse empty text
 # Image types Anthropic takes in a tool_result image block.
@@ -82,6 +116,24 @@ def llm_name(name: str) -> str:
 # -- schema cleaning --------------------------------------------------------------------------
 
 
+class _TooBig(Exception):
+    """A schema expanded past :data:`EXPANSION_BUDGET`."""
+
+
+class _Budget:
+    """What is left of one schema conversion's :data:`EXPANSION_BUDGET`."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, left: int = EXPANSION_BUDGET) -> None:
+        self.left = left
+
+    def spend(self, amount: int) -> None:
+        self.left -= amount + 1
+        if self.left < 0:
+            raise _TooBig
+
+
 def _resolve_ref(root: Mapping[str, Any], ref: str) -> dict[str, Any] | None:
     """A local ``#/...`` JSON pointer into ``root``; None for anything else (never fetched)."""
     if not ref.startswith("#"):
@@ -96,14 +148,17 @@ def _resolve_ref(root: Mapping[str, Any], ref: str) -> dict[str, Any] | None:
 
 
 def _deref(
-    node: Mapping[str, Any], root: Mapping[str, Any], seen: tuple[str, ...]
+    node: Mapping[str, Any], root: Mapping[str, Any], seen: tuple[str, ...], budget: _Budget | None = None
 ) -> tuple[dict[str, Any], tuple[str, ...]]:
     """``node`` with its ``$ref`` replaced by the target (siblings kept); an unresolvable or
     cyclic reference becomes an unconstrained value (only the description survives)."""
+    budget = budget or _Budget()
+    budget.spend(len(node))
     out = dict(node)
     while isinstance(out.get("$ref"), str):
         ref = out.pop("$ref")
         target = _resolve_ref(root, ref)
+        budget.spend(len(target) if target is not None else 0)
         if target is None or ref in seen or len(seen) >= _MAX_DEPTH:
             log.debug("mcp_sync: schema $ref %r cannot be inlined; left unconstrained", ref)
             return ({"description": out["description"]} if "description" in out else {}), seen
@@ -113,40 +168,47 @@ def _deref(
     return out, seen
 
 
-def _merge_all_of(node: dict[str, Any], root: Mapping[str, Any], seen: tuple[str, ...]) -> dict[str, Any]:
+def _merge_all_of(
+    node: dict[str, Any], root: Mapping[str, Any], seen: tuple[str, ...], budget: _Budget | None = None, depth: int = 0
+) -> dict[str, Any]:
     """Fold ``allOf`` branches into ``node``: properties and required are unioned, other
     keys keep the first value seen."""
+    budget = budget or _Budget()
     branches = node.pop("allOf", None)
-    if not isinstance(branches, list):
+    if not isinstance(branches, list) or depth > _MAX_DEPTH:
         return node
     for branch in branches:
         if not isinstance(branch, Mapping):
             continue
-        branch, branch_seen = _deref(branch, root, seen)
-        branch = _merge_all_of(branch, root, branch_seen)  # the refs followed so far: a cycle ends
+        branch, branch_seen = _deref(branch, root, seen, budget)
+        branch = _merge_all_of(branch, root, branch_seen, budget, depth + 1)  # the refs followed so far: a cycle ends
         for key, value in branch.items():
             if key == "properties" and isinstance(value, Mapping):
+                budget.spend(len(value) + len(node.get("properties") or {}))
                 node["properties"] = {**value, **(node.get("properties") or {})}
             elif key == "required" and isinstance(value, list):
+                budget.spend(len(value) + len(node.get("required") or []))
                 node["required"] = list(dict.fromkeys([*(node.get("required") or []), *value]))
             else:
                 node.setdefault(key, value)
     return node
 
 
-def _object_root(schema: Any) -> dict[str, Any]:
+def _object_root(schema: Any, budget: _Budget | None = None) -> dict[str, Any]:
     """Every API wants an object schema at the root without top-level combinators."""
+    budget = budget or _Budget()
     root = dict(schema) if isinstance(schema, Mapping) else {}
-    root, _ = _deref(root, root, ())  # {"$ref": "#/definitions/Args", "definitions": ...} (zod-to-json-schema)
-    root = _merge_all_of(root, root, ())
+    root, _ = _deref(root, root, (), budget)  # {"$ref": "#/definitions/Args", "definitions": ...} (zod-to-json-schema)
+    root = _merge_all_of(root, root, (), budget)
     for key in ("anyOf", "oneOf"):
         branches = root.pop(key, None)
         # one of several argument shapes: offer every branch's properties, none required by it
         for branch in branches if isinstance(branches, list) else []:
             if isinstance(branch, Mapping):
-                branch, _ = _deref(branch, root, ())
+                branch, _ = _deref(branch, root, (), budget)
                 props = branch.get("properties")
                 if isinstance(props, Mapping):
+                    budget.spend(len(props) + len(root.get("properties") or {}))
                     root["properties"] = {**props, **(root.get("properties") or {})}
     for key in ("not", "enum", "const", "$schema", "if", "then", "else"):
         root.pop(key, None)
@@ -164,7 +226,11 @@ _GEMINI_FORMATS = {"string": {"enum", "date-time"}, "integer": {"int32", "int64"
 
 
 def gemini_schema(
-    schema: Any, root: Mapping[str, Any] | None = None, seen: tuple[str, ...] = (), depth: int = 0
+    schema: Any,
+    root: Mapping[str, Any] | None = None,
+    seen: tuple[str, ...] = (),
+    depth: int = 0,
+    budget: _Budget | None = None,
 ) -> dict[str, Any]:
     """A JSON Schema reduced to Gemini's OpenAPI 3.0 subset.
 
@@ -172,18 +238,25 @@ def gemini_schema(
     unconstrained value), ``allOf`` merged, ``oneOf`` becomes ``anyOf``, a
     ``null`` type or branch becomes ``nullable``, ``const`` becomes a one-value
     ``enum``; keys Gemini rejects (``$schema``, ``additionalProperties``,
-    ``$defs``, non-string enums, unknown formats, ...) are dropped.
+    ``$defs``, non-string enums, unknown formats, ...) are dropped. The expansion is
+    bounded (:data:`EXPANSION_BUDGET`): past it, ``{"type": "object"}`` with a warning.
 
     Example::
 
         gemini_schema({"type": ["string", "null"], "const": "a"})
         # {'type': 'string', 'enum': ['a'], 'nullable': True}
     """
+    if budget is None:  # the outermost call: the whole conversion shares one budget
+        try:
+            return gemini_schema(schema, root, seen, depth, _Budget())
+        except _TooBig:
+            log.warning("mcp_sync: a schema expands past %d nodes; sent to Gemini as a loose object", EXPANSION_BUDGET)
+            return {"type": "object"}
     if not isinstance(schema, Mapping) or depth > _MAX_DEPTH:
         return {}
     root = schema if root is None else root
-    node, seen = _deref(schema, root, seen)
-    node = _merge_all_of(node, root, seen)
+    node, seen = _deref(schema, root, seen, budget)
+    node = _merge_all_of(node, root, seen, budget)
     out: dict[str, Any] = {}
     nullable = False
 
@@ -203,7 +276,7 @@ def gemini_schema(
     if isinstance(branches, list):
         non_null = [b for b in branches if not (isinstance(b, Mapping) and b.get("type") == "null")]
         nullable = nullable or len(non_null) < len(branches)
-        converted = [gemini_schema(b, root, seen, depth + 1) for b in non_null]
+        converted = [gemini_schema(b, root, seen, depth + 1, budget) for b in non_null]
         if len(converted) == 1:
             out = {**converted[0], **out}
         elif converted:
@@ -230,7 +303,7 @@ def gemini_schema(
 
     props = node.get("properties")
     if isinstance(props, Mapping) and props:
-        out["properties"] = {str(k): gemini_schema(v, root, seen, depth + 1) for k, v in props.items()}
+        out["properties"] = {str(k): gemini_schema(v, root, seen, depth + 1, budget) for k, v in props.items()}
         required = [r for r in node.get("required") or [] if r in out["properties"]]
         if required:
             out["required"] = required
@@ -239,7 +312,7 @@ def gemini_schema(
     if isinstance(items, list):  # tuple form: the first item's schema is the closest Gemini has
         items = items[0] if items else {}
     if isinstance(items, Mapping):
-        out["items"] = gemini_schema(items, root, seen, depth + 1)
+        out["items"] = gemini_schema(items, root, seen, depth + 1, budget)
         out.setdefault("type", "array")
     if nullable:
         out["nullable"] = True
@@ -274,20 +347,23 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _strict(schema: Any, root: Mapping[str, Any], seen: tuple[str, ...] = (), depth: int = 0) -> dict[str, Any]:
+def _strict(
+    schema: Any, root: Mapping[str, Any], seen: tuple[str, ...] = (), depth: int = 0, budget: _Budget | None = None
+) -> dict[str, Any]:
+    budget = budget or _Budget()
     if not isinstance(schema, Mapping) or depth > _MAX_DEPTH:
         raise _NotStrict("not a schema")
-    node, seen = _deref(schema, root, seen)
+    node, seen = _deref(schema, root, seen, budget)
     if not node:
         raise _NotStrict("an unconstrained value")
-    node = _merge_all_of(node, root, seen)
+    node = _merge_all_of(node, root, seen, budget)
     refused = [key for key in _STRICT_REFUSE if key in node]
     if refused:
         raise _NotStrict(f"uses {refused[0]}")
     out = {key: node[key] for key in _STRICT_KEEP if key in node}
     branches = node.get("anyOf", node.get("oneOf"))
     if isinstance(branches, list):
-        out["anyOf"] = [_strict(b, root, seen, depth + 1) for b in branches]
+        out["anyOf"] = [_strict(b, root, seen, depth + 1, budget) for b in branches]
     kind = node.get("type")
     if kind is not None:
         out["type"] = kind
@@ -300,7 +376,7 @@ def _strict(schema: Any, root: Mapping[str, Any], seen: tuple[str, ...] = (), de
         required = set(node.get("required") or [])
         out["properties"] = {}
         for key, value in props.items():
-            converted = _strict(value, root, seen, depth + 1)
+            converted = _strict(value, root, seen, depth + 1, budget)
             out["properties"][key] = converted if key in required else _nullable(converted)
         out["required"] = list(props)
         out["additionalProperties"] = False
@@ -308,7 +384,7 @@ def _strict(schema: Any, root: Mapping[str, Any], seen: tuple[str, ...] = (), de
     if "array" in kinds:
         if not isinstance(node.get("items"), Mapping):
             raise _NotStrict("an array without an items schema")
-        out["items"] = _strict(node["items"], root, seen, depth + 1)
+        out["items"] = _strict(node["items"], root, seen, depth + 1, budget)
     if "type" not in out and "anyOf" not in out and "enum" not in out and "const" not in out:
         raise _NotStrict("a value without a type")
     return out
@@ -319,8 +395,9 @@ def openai_strict_schema(schema: Any) -> dict[str, Any] | None:
 
     Every object gets ``additionalProperties: false`` and lists all its
     properties as required, the optional ones made nullable; ``$ref`` is
-    inlined. Free-form objects, untyped values and keywords strict mode refuses
-    (``not``, ``patternProperties``, ...) make it None.
+    inlined. Free-form objects, untyped values, keywords strict mode refuses
+    (``not``, ``patternProperties``, ...) and a schema that expands past
+    :data:`EXPANSION_BUDGET` make it None.
 
     Example::
 
@@ -328,17 +405,54 @@ def openai_strict_schema(schema: Any) -> dict[str, Any] | None:
         # {'type': 'object', 'properties': {'a': {'type': ['string', 'null']}},
         #  'required': ['a'], 'additionalProperties': False}
     """
-    root = _object_root(schema)
+    return _strict_or_none(schema, "a tool")
+
+
+def _strict_or_none(schema: Any, what: str) -> dict[str, Any] | None:
+    budget = _Budget()
     try:
-        return _strict(root, root)
+        root = _object_root(schema, budget)
+        return _strict(root, root, budget=budget)
     except _NotStrict as exc:
-        log.info("mcp_sync: schema not sent in OpenAI strict mode: it has %s", exc)
-        return None
+        log.info("mcp_sync: %s: schema not sent in OpenAI strict mode: it has %s", what, exc)
+    except _TooBig:
+        log.warning(
+            "mcp_sync: %s: its inputSchema expands past %d nodes; sent without OpenAI strict mode",
+            what, EXPANSION_BUDGET,
+        )
+    return None
 
 
-def _plain_schema(schema: Any) -> dict[str, Any]:
-    """The schema for OpenAI (non-strict) and Anthropic: JSON Schema as it is, object at the root."""
-    return _object_root(schema)
+def _plain_schema(schema: Any, what: str = "a tool") -> dict[str, Any]:
+    """The schema for OpenAI (non-strict) and Anthropic: JSON Schema as it is, object at the root.
+
+    A schema whose root expands past :data:`EXPANSION_BUDGET` keeps its references instead:
+    its own properties, ``required`` and definitions as they are (the APIs resolve ``$ref``)."""
+    try:
+        return _object_root(schema, _Budget())
+    except _TooBig:
+        log.warning(
+            "mcp_sync: %s: its inputSchema expands past %d nodes; sent with its $ref kept, without its root allOf",
+            what, EXPANSION_BUDGET,
+        )
+    source = schema if isinstance(schema, Mapping) else {}
+    kept: dict[str, Any] = {"type": "object"}
+    kept["properties"] = source["properties"] if isinstance(source.get("properties"), Mapping) else {}
+    for key in ("required", "$defs", "definitions", "description"):
+        if key in source:
+            kept[key] = source[key]
+    return kept
+
+
+def _gemini_parameters(schema: Any, what: str) -> dict[str, Any]:
+    try:
+        return gemini_schema(_object_root(schema, _Budget()), budget=_Budget())
+    except _TooBig:
+        log.warning(
+            "mcp_sync: %s: its inputSchema expands past %d nodes; sent to Gemini without parameters",
+            what, EXPANSION_BUDGET,
+        )
+        return {"type": "object"}
 
 
 # -- tool lists --------------------------------------------------------------------------------
@@ -348,26 +462,77 @@ def _description(tool: Tool) -> str:
     return tool.description or tool.title or ""
 
 
-def _checked_names(tools: Iterable[Tool]) -> Iterator[tuple[str, Tool]]:
-    taken: dict[str, str] = {}
+def assign_names(tools: Iterable[Tool], *, warn: bool = True) -> list[tuple[str, Tool]]:
+    """Each tool with the name an LLM API sees, in listing order; a server's faults degrade (#17.3).
+
+    A name listed twice keeps its first listing (the others are left out, with a
+    warning). Names that :func:`llm_name` would map to one name (``a.b`` next to a
+    tool named ``llm_name("a.b")``, or a crafted hash collision) are renamed
+    deterministically, with a warning: the name that is valid as it is keeps it (else
+    the smallest), the others get a further hash. The result depends only on the set of
+    names and which listing came first, so :meth:`LLMFormatsMixin.run_tool_call` maps a
+    name back the same way. ``warn=False`` leaves the warnings out (for a second pass).
+
+    Example::
+
+        [name for name, _ in assign_names([Tool(name="a.b"), Tool(name=llm_name("a.b"))])]
+        # ['a_b_<another hash>', 'a_b_<8 hex>']
+    """
+    unique: dict[str, Tool] = {}
     for tool in tools:
-        name = llm_name(tool.name)
-        if name in taken and taken[name] != tool.name:
-            raise ValueError(f"tools {taken[name]!r} and {tool.name!r} would share the LLM name {name!r}")
-        if name in taken:
-            raise ValueError(f"tool {tool.name!r} is listed twice (use ClientGroup for several servers)")
-        taken[name] = tool.name
-        yield name, tool
+        if tool.name in unique:
+            if warn:
+                log.warning("mcp_sync: tool %r is listed twice; the first listing is offered to the model", tool.name)
+            continue
+        unique[tool.name] = tool
+    wanted = {name: llm_name(name) for name in unique}
+    claims: dict[str, list[str]] = {}
+    for name, llm in wanted.items():
+        claims.setdefault(llm, []).append(name)
+    assigned: dict[str, str] = {}
+    losers: list[str] = []
+    for llm, names in claims.items():
+        names.sort(key=lambda name: (name != llm, name))  # the name valid as it is wins, else the smallest
+        assigned[names[0]] = llm
+        losers.extend(names[1:])
+    taken = set(claims)  # never take another tool's own name
+    for name in sorted(losers):
+        attempt, candidate = 1, ""
+        while not candidate or candidate in taken:
+            hash_len = min(_HASH_LEN + 4 * (attempt // 4), 32)
+            candidate = shortened_name(name, f"{name}\0{attempt}", hash_len, force_hash=True)
+            attempt += 1
+        taken.add(candidate)
+        assigned[name] = candidate
+        if not warn:
+            continue
+        log.warning(
+            "mcp_sync: tools %r and %r would share the LLM name %r; %r is offered as %r",
+            claims[wanted[name]][0], name, wanted[name], name, candidate,
+        )
+    return [(assigned[name], tool) for name, tool in unique.items()]
 
 
-def to_openai_tools(tools: Iterable[Tool], api: str = "chat", strict: bool = False) -> list[dict[str, Any]]:
+@overload
+def to_openai_tools(tools: Iterable[Tool], api: Literal["chat"] = ..., strict: bool = ...) -> list[OpenAIChatTool]: ...
+@overload
+def to_openai_tools(
+    tools: Iterable[Tool], api: Literal["responses"], strict: bool = ...
+) -> list[OpenAIResponsesTool]: ...
+@overload
+def to_openai_tools(tools: Iterable[Tool], api: str = ..., strict: bool = ...) -> list[Any]: ...
+def to_openai_tools(tools: Iterable[Tool], api: str = "chat", strict: bool = False) -> list[Any]:
     """``tools`` as OpenAI function tools.
 
     ``api="chat"`` (Chat Completions) gives ``{"type": "function", "function":
     {...}}``; ``api="responses"`` gives the flat Responses API shape.
     ``strict=True`` asks for strict mode where the schema allows it (see
     :func:`openai_strict_schema`); a tool whose schema does not fit is sent
-    without it. Names are made valid with :func:`llm_name`.
+    with ``"strict": false``. Responses API tools always carry ``strict``
+    (that API takes a missing one as true). Names are made valid with
+    :func:`llm_name` (see :func:`assign_names` for duplicates and collisions).
+    With the ``openai`` package installed, type checkers see the SDK's own
+    parameter types (``ChatCompletionFunctionToolParam``, ``FunctionToolParam``).
 
     Example::
 
@@ -377,18 +542,20 @@ def to_openai_tools(tools: Iterable[Tool], api: str = "chat", strict: bool = Fal
     if api not in ("chat", "responses"):
         raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
     out = []
-    for name, tool in _checked_names(tools):
+    for name, tool in assign_names(tools):
         function: dict[str, Any] = {"name": name, "description": _description(tool)}
-        strict_schema = openai_strict_schema(tool.input_schema) if strict else None
-        function["parameters"] = strict_schema if strict_schema is not None else _plain_schema(tool.input_schema)
-        if strict:
+        what = f"tool {tool.name!r}"
+        strict_schema = _strict_or_none(tool.input_schema, what) if strict else None
+        function["parameters"] = strict_schema if strict_schema is not None else _plain_schema(tool.input_schema, what)
+        if strict or api == "responses":  # the Responses API takes a missing "strict" as true (#18.2)
             function["strict"] = strict_schema is not None
         out.append({"type": "function", "function": function} if api == "chat" else {"type": "function", **function})
     return out
 
 
-def to_anthropic_tools(tools: Iterable[Tool]) -> list[dict[str, Any]]:
-    """``tools`` as Anthropic Messages API tools: ``[{"name", "description", "input_schema"}]``.
+def to_anthropic_tools(tools: Iterable[Tool]) -> list[AnthropicTool]:
+    """``tools`` as Anthropic Messages API tools: ``[{"name", "description", "input_schema"}]``
+    (typed as the ``anthropic`` SDK's ``ToolParam`` when it is installed).
 
     Example::
 
@@ -396,8 +563,12 @@ def to_anthropic_tools(tools: Iterable[Tool]) -> list[dict[str, Any]]:
         reply = anthropic.messages.create(model=..., max_tokens=1024, messages=..., tools=tools)
     """
     return [
-        {"name": name, "description": _description(tool), "input_schema": _plain_schema(tool.input_schema)}
-        for name, tool in _checked_names(tools)
+        {
+            "name": name,
+            "description": _description(tool),
+            "input_schema": _plain_schema(tool.input_schema, f"tool {tool.name!r}"),
+        }
+        for name, tool in assign_names(tools)
     ]
 
 
@@ -413,9 +584,9 @@ def to_gemini_tools(tools: Iterable[Tool]) -> list[dict[str, Any]]:
         config = {"tools": mcp_sync.to_gemini_tools(client.tools())}
     """
     declarations = []
-    for name, tool in _checked_names(tools):
+    for name, tool in assign_names(tools):
         declaration: dict[str, Any] = {"name": name, "description": _description(tool)}
-        parameters = gemini_schema(_object_root(tool.input_schema))
+        parameters = _gemini_parameters(tool.input_schema, f"tool {tool.name!r}")
         if parameters.get("properties"):
             declaration["parameters"] = parameters
         declarations.append(declaration)
@@ -460,17 +631,122 @@ def _parse_call(call: Any, fmt: str) -> _ParsedCall:
 
 
 def _arguments(raw: Any) -> dict[str, Any]:
-    """Arguments as a dict: OpenAI sends a JSON string, the others an object."""
+    """Arguments as a dict: OpenAI sends a JSON string, the others an object. ValueError for
+    anything else, or for arguments nested deeper than :data:`_MAX_ARGUMENT_DEPTH` (#17.4)."""
     if raw is None or raw == "":
         return {}
     if isinstance(raw, (str, bytes)):
         try:
             raw = json.loads(raw)
+        except RecursionError:  # the parser recurses: a model's "[[[[..." must not escape as an exception
+            raise ValueError(f"the arguments are nested too deeply (over {_MAX_ARGUMENT_DEPTH} levels)") from None
         except ValueError as exc:
-            raise ValueError(f"the arguments are not valid JSON ({exc}); send a JSON object") from None
+            raise ValueError(f"the arguments are not valid JSON ({_short(str(exc))}); send a JSON object") from None
     if not isinstance(raw, Mapping):
         raise ValueError(f"the arguments must be a JSON object, not {type(raw).__name__}")
+    if _deeper_than(raw, _MAX_ARGUMENT_DEPTH):  # sending them would recurse (json.dumps) past the stack
+        raise ValueError(f"the arguments are nested too deeply (over {_MAX_ARGUMENT_DEPTH} levels)")
     return dict(raw)
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists and dicts more than ``limit`` deep; iterative, stops at the limit."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _short(text: str, limit: int = _MAX_NAME_SHOWN) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _refuses_null(schema: Any, root: Mapping[str, Any], budget: _Budget, depth: int = 0) -> bool:
+    """Whether ``schema`` surely does not accept null (False when unsure: the null is then kept)."""
+    if not isinstance(schema, Mapping) or depth > _MAX_DEPTH:
+        return False
+    node, _ = _deref(schema, root, (), budget)
+    kind = node.get("type")
+    if isinstance(kind, str):
+        return kind != "null"
+    if isinstance(kind, list):
+        return "null" not in kind
+    if isinstance(node.get("enum"), list):
+        return None not in node["enum"]
+    if "const" in node:
+        return node["const"] is not None
+    branches = node.get("anyOf", node.get("oneOf"))
+    if isinstance(branches, list) and branches:
+        return all(_refuses_null(branch, root, budget, depth + 1) for branch in branches)
+    return False
+
+
+def drop_optional_nulls(arguments: Mapping[str, Any], schema: Any) -> dict[str, Any]:
+    """``arguments`` without the nulls that stand for parameters ``schema`` leaves optional and
+    does not let be null, in nested objects too (#18.1). The arguments are not changed: the
+    objects on the way to a dropped null are copied.
+
+    OpenAI strict mode makes every optional parameter required and nullable, so a strict
+    model sends ``null`` for the ones it does not use; servers refuse those. Iterative and
+    bounded (nesting by the argument depth limit, schema work by :data:`EXPANSION_BUDGET`).
+
+    Example::
+
+        schema = {"type": "object", "properties": {"path": {"type": "string"}, "head": {"type": "integer"}},
+                  "required": ["path"]}
+        drop_optional_nulls({"path": "a", "head": None}, schema)  # {'path': 'a'}
+    """
+    root = schema if isinstance(schema, Mapping) else {}
+    budget = _Budget()
+    holder: dict[str, Any] = {"": dict(arguments)}
+    # (container, key in it, the schema for container[key], depth): each object is copied before it changes
+    stack: list[tuple[Any, Any, Any, int]] = [(holder, "", root, 0)]
+    try:
+        while stack:
+            container, key, node, depth = stack.pop()
+            if not isinstance(node, Mapping) or depth > _MAX_DEPTH:
+                continue
+            node, seen = _deref(node, root, (), budget)
+            node = _merge_all_of(node, root, seen, budget)
+            value = container[key]
+            if isinstance(value, list):
+                items = node.get("items")
+                if isinstance(items, Mapping) and any(isinstance(v, (dict, list)) for v in value):
+                    copy_list = container[key] = list(value)
+                    stack.extend((copy_list, i, items, depth + 1) for i, v in enumerate(copy_list)
+                                 if isinstance(v, (dict, list)))
+                continue
+            if not isinstance(value, dict):
+                continue
+            props = node.get("properties")
+            if not isinstance(props, Mapping):
+                continue
+            listed = node.get("required")
+            required: list[Any] = listed if isinstance(listed, list) else []
+            copy = container[key] = dict(value)
+            for name, item in value.items():
+                sub = props.get(name)
+                if sub is None:
+                    continue
+                if item is None:
+                    if name not in required and _refuses_null(sub, root, budget):
+                        del copy[name]
+                elif isinstance(item, (dict, list)):
+                    stack.append((copy, name, sub, depth + 1))
+    except _TooBig:
+        log.info("mcp_sync: a schema too large to look for optional nulls in; arguments left as they are")
+        return dict(arguments)
+    result: dict[str, Any] = holder[""]
+    return result
 
 
 def _block_text(block: Any) -> str:
@@ -556,15 +832,19 @@ class LLMFormatsMixin:
         call_tool: Callable[..., CallToolResult]
 
     _llm_names: dict[str, str]  # LLM name -> the name call_tool takes
+    _llm_schemas: dict[str, Any]  # the name call_tool takes -> its inputSchema
 
     def _llm_tools(self) -> list[Tool]:
         """The tools offered to a model (ClientGroup: with prefixed names)."""
         return list(self.tools())
 
     def _remember_names(self, tools: list[Tool]) -> list[Tool]:
-        names = {llm_name(tool.name): tool.name for tool in tools}
+        assigned = assign_names(tools, warn=False)  # the export itself warns, once
+        names = {name: tool.name for name, tool in assigned}
+        schemas = {tool.name: tool.input_schema for _, tool in assigned}  # for drop_optional_nulls
         with _names_lock:
             self._llm_names = {**getattr(self, "_llm_names", {}), **names}
+            self._llm_schemas = {**getattr(self, "_llm_schemas", {}), **schemas}
         return tools
 
     def _tool_name_for(self, name: str) -> str | None:
@@ -575,7 +855,13 @@ class LLMFormatsMixin:
             known = self._llm_names
         return known.get(name)
 
-    def to_openai_tools(self, api: str = "chat", strict: bool = False) -> list[dict[str, Any]]:
+    @overload
+    def to_openai_tools(self, api: Literal["chat"] = ..., strict: bool = ...) -> list[OpenAIChatTool]: ...
+    @overload
+    def to_openai_tools(self, api: Literal["responses"], strict: bool = ...) -> list[OpenAIResponsesTool]: ...
+    @overload
+    def to_openai_tools(self, api: str = ..., strict: bool = ...) -> list[Any]: ...
+    def to_openai_tools(self, api: str = "chat", strict: bool = False) -> list[Any]:
         """This server's tools as OpenAI function tools (see :func:`mcp_sync.to_openai_tools`).
 
         Example::
@@ -585,7 +871,7 @@ class LLMFormatsMixin:
         """
         return to_openai_tools(self._remember_names(self._llm_tools()), api=api, strict=strict)
 
-    def to_anthropic_tools(self) -> list[dict[str, Any]]:
+    def to_anthropic_tools(self) -> list[AnthropicTool]:
         """This server's tools as Anthropic tools (see :func:`mcp_sync.to_anthropic_tools`).
 
         Example::
@@ -602,6 +888,63 @@ class LLMFormatsMixin:
         """
         return to_gemini_tools(self._remember_names(self._llm_tools()))
 
+    # The SDKs' call objects give the SDKs' message types (#18.4); dicts and the rest give Any.
+    @overload
+    def run_tool_call(
+        self,
+        call: ChatCompletionMessageToolCallUnion,
+        format: Literal["openai"] = ...,
+        *,
+        validate: bool | None = ...,
+        timeout: Timeout = ...,
+        progress: ProgressCallback | None = ...,
+        cancel: CancellationToken | None = ...,
+        meta: Mapping[str, Any] | None = ...,
+        reset_timeout_on_progress: bool = ...,
+        max_total_timeout: float | None = ...,
+    ) -> OpenAIToolMessage: ...
+    @overload
+    def run_tool_call(
+        self,
+        call: ResponseFunctionToolCall,
+        format: Literal["openai"] = ...,
+        *,
+        validate: bool | None = ...,
+        timeout: Timeout = ...,
+        progress: ProgressCallback | None = ...,
+        cancel: CancellationToken | None = ...,
+        meta: Mapping[str, Any] | None = ...,
+        reset_timeout_on_progress: bool = ...,
+        max_total_timeout: float | None = ...,
+    ) -> OpenAIFunctionCallOutput: ...
+    @overload
+    def run_tool_call(
+        self,
+        call: ToolUseBlock,
+        format: Literal["anthropic"],
+        *,
+        validate: bool | None = ...,
+        timeout: Timeout = ...,
+        progress: ProgressCallback | None = ...,
+        cancel: CancellationToken | None = ...,
+        meta: Mapping[str, Any] | None = ...,
+        reset_timeout_on_progress: bool = ...,
+        max_total_timeout: float | None = ...,
+    ) -> AnthropicToolResult: ...
+    @overload
+    def run_tool_call(
+        self,
+        call: Any,
+        format: str = ...,
+        *,
+        validate: bool | None = ...,
+        timeout: Timeout = ...,
+        progress: ProgressCallback | None = ...,
+        cancel: CancellationToken | None = ...,
+        meta: Mapping[str, Any] | None = ...,
+        reset_timeout_on_progress: bool = ...,
+        max_total_timeout: float | None = ...,
+    ) -> Any: ...
     def run_tool_call(
         self,
         call: Any,
@@ -614,7 +957,7 @@ class LLMFormatsMixin:
         meta: Mapping[str, Any] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> Any:
         """Run one tool call an LLM asked for and return the provider's tool-result message.
 
         ``call`` is the provider's tool-call object (a dict, or the provider
@@ -625,8 +968,12 @@ class LLMFormatsMixin:
         ``tool_result`` block, images included); ``"gemini"`` a function call
         (answer ``{"function_response": {"name", "response"}}``). Bad JSON
         arguments, an unknown tool, a failing tool or an MCP error become an
-        error result the model can read; nothing is raised for the model's
-        mistakes. The options go to ``call_tool`` (e.g. ``timeout=30``).
+        error result the model can read (an unknown tool's names the closest
+        tools); nothing is raised for the model's mistakes. Nulls sent for
+        optional parameters that may not be null (what OpenAI strict mode makes
+        models do) are left out (:func:`drop_optional_nulls`). The options go to
+        ``call_tool`` (e.g. ``timeout=30``). Type checkers see the SDK's message
+        type when ``call`` is the SDK's call object (a dict gives Any).
 
         Example::
 
@@ -639,17 +986,32 @@ class LLMFormatsMixin:
         try:
             arguments = _arguments(parsed.arguments)
         except ValueError as exc:
-            return _error_message(parsed, f"tool {parsed.name!r}: {exc}")
+            return _error_message(parsed, f"tool {_short(parsed.name)!r}: {exc}")
         try:
             tool_name = self._tool_name_for(parsed.name)
             if tool_name is None:
-                offered = ", ".join(sorted(getattr(self, "_llm_names", {}))) or "none"
-                return _error_message(parsed, f"unknown tool {parsed.name!r}; the tools are: {offered}")
+                return _error_message(parsed, _unknown_tool(parsed.name, getattr(self, "_llm_names", {})))
+            schema = getattr(self, "_llm_schemas", {}).get(tool_name)
+            if schema is not None:
+                arguments = drop_optional_nulls(arguments, schema)
             result = self.call_tool(
                 tool_name, arguments, validate=validate, timeout=timeout, progress=progress, cancel=cancel, meta=meta,
                 reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
             )
-        except (MCPError, ValueError) as exc:  # the tool failed: the model reads why and goes on
-            log.info("mcp_sync: tool call %r failed: %s", parsed.name, exc)
-            return _error_message(parsed, f"tool {parsed.name!r} failed: {type(exc).__name__}: {exc}")
+        except (MCPError, ValueError, RecursionError) as exc:  # the tool failed: the model reads why and goes on
+            log.info("mcp_sync: tool call %r failed: %s", _short(parsed.name), exc)
+            return _error_message(parsed, f"tool {_short(parsed.name)!r} failed: {type(exc).__name__}: {exc}")
         return _message(parsed, result)
+
+
+def _unknown_tool(name: str, known: Iterable[str]) -> str:
+    """The error for a tool name the model made up, naming the closest few tools (#18.5).
+
+    Names are compared on their first :data:`_MAX_NAME_SHOWN` characters, so the cost is
+    bounded by the number of tools whatever the model sent."""
+    import difflib
+
+    wanted = name[:_MAX_NAME_SHOWN]
+    close = difflib.get_close_matches(wanted, [n[:_MAX_NAME_SHOWN] for n in known], n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(repr(n) for n in close)}?" if close else "; list the tools again for their names"
+    return f"unknown tool {_short(name)!r}{hint}"

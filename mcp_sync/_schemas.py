@@ -12,17 +12,38 @@ bundled meta-schemas: nothing is ever fetched, and a ``$ref`` that cannot be
 resolved makes that one check pass (logged at debug level), since the schema,
 not the data, is what is broken.
 
+Checks of server-supplied schemas are bounded (#17.1): a schema and a value from a
+server must never cost more than time linear in their size, nor hold the process.
+
+- Regular expressions from a server are never run. Python's ``re`` backtracks: a
+  pattern like ``^(a+)+$`` on 40 ``a`` and a ``!`` runs for hours while holding the
+  GIL, so no timeout could stop it, and no test tells such patterns apart from safe
+  ones in general. So ``pattern`` asserts nothing here (like ``format``, which is
+  not asserted either), ``patternProperties`` applies none of its schemas, and an
+  ``additionalProperties`` or ``unevaluatedProperties`` that depends on which keys
+  match a pattern is not asserted. ``propertyNames`` is checked, its ``pattern``
+  left out like any other. The checks can miss a mismatch there; they never report
+  a false one.
+- ``uniqueItems`` is checked in linear time (each item's canonical JSON form is
+  hashed), not by comparing every pair.
+- Each check has a bound on its work (:data:`CHECK_STEPS` keyword evaluations) and
+  on its time (:data:`CHECK_SECONDS`, or less when the client's timeout is shorter):
+  a schema whose ``$ref`` chains or combinators multiply the work is stopped there,
+  and the value passes with a warning saying it was not checked.
+
 ``jsonschema`` is imported by the first check that needs it, never by ``import mcp_sync``.
 """
 
 from __future__ import annotations
 
 import collections
+import itertools
 import json
 import logging
 import threading
+import time
 import warnings
-from typing import Any, Callable, Iterable, Mapping, Union
+from typing import Any, Callable, Iterable, Iterator, Mapping, Union
 
 from ._schema_subset import compile_subset
 from .exceptions import MCPError, ProtocolError
@@ -35,6 +56,12 @@ OUTPUT_MODES = ("warn", "strict", False)
 OutputMode = Union[str, bool]
 _CACHE_SIZE = 256  # compiled validators kept (least recently used dropped first)
 _DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+#: The most keyword evaluations one check may make before it gives up (the value then passes, with a warning).
+CHECK_STEPS = 200_000
+#: The most seconds one check may take (less when the client's timeout is shorter), likewise.
+CHECK_SECONDS = 2.0
+_MAX_ERRORS = 50  # errors collected to explain one failure: enough to pick the best, bounded
+_MAX_MESSAGE = 300  # characters of one error message kept (jsonschema puts whole values in them)
 
 
 class InvalidArguments(ValueError, MCPError):
@@ -164,7 +191,169 @@ def _compile(schema: Mapping[str, Any]) -> Any:
         default = jsonschema.validators.validator_for({"$schema": _DEFAULT_DIALECT})
         cls = jsonschema.validators.validator_for(schema, default=default)
     registry: referencing.Registry[Any] = referencing.Registry(retrieve=retrieve_locally)  # type: ignore[call-arg]
-    return cls(dict(schema), registry=registry)
+    # patternProperties anywhere (a $ref may point at any part of the document): the keys
+    # unevaluatedProperties would judge depend on patterns, which are never run.
+    has_pattern_keys = '"patternProperties"' in json.dumps(schema, default=repr)
+    return _bounded_class(cls, has_pattern_keys)(dict(schema), registry=registry)
+
+
+class CheckTooLong(Exception):
+    """A check ran out of its steps or its time (see :data:`CHECK_STEPS`, :data:`CHECK_SECONDS`)."""
+
+
+class _Budget(threading.local):
+    steps = CHECK_STEPS
+    deadline = float("inf")
+
+
+_BUDGET = _Budget()
+
+
+def _tick() -> None:
+    budget = _BUDGET
+    budget.steps -= 1
+    # the clock is read every 64 steps: cheap, and one step is short (linear in its own data)
+    if budget.steps < 0 or (budget.steps & 63 == 0 and time.monotonic() > budget.deadline):
+        raise CheckTooLong
+
+
+_CLASSES: dict[tuple[Any, bool], Any] = {}
+_CLASSES_LOCK = threading.Lock()
+
+
+def _bounded_class(cls: Any, has_pattern_keys: bool) -> Any:
+    """``cls`` (a jsonschema validator class) with every keyword counted against the budget,
+    no server regex ever run, and ``uniqueItems`` in linear time. One class per dialect, kept."""
+    key = (cls, has_pattern_keys)
+    with _CLASSES_LOCK:
+        found = _CLASSES.get(key)
+    if found is not None:
+        return found
+    import jsonschema
+
+    keywords: dict[str, Callable[..., Any]] = dict(cls.VALIDATORS)
+    keywords["pattern"] = _ignored  # patterns are never run (see the module docstring)
+    keywords["patternProperties"] = _ignored
+    keywords["uniqueItems"] = _unique_items
+    if "additionalProperties" in keywords:
+        keywords["additionalProperties"] = _without_patterns(keywords["additionalProperties"])
+    if has_pattern_keys and "unevaluatedProperties" in keywords:
+        keywords["unevaluatedProperties"] = _ignored
+    budgeted = {name: _budgeted(function) for name, function in keywords.items()}
+    extended = jsonschema.validators.extend(cls, validators=budgeted)
+    with _CLASSES_LOCK:
+        _CLASSES[key] = extended
+    return extended
+
+
+def _budgeted(function: Callable[..., Any]) -> Callable[..., Any]:
+    def keyword(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        _tick()
+        return function(validator, value, instance, schema)
+
+    return keyword
+
+
+def _ignored(validator: Any, value: Any, instance: Any, schema: Any) -> None:
+    return None
+
+
+def _without_patterns(original: Callable[..., Any]) -> Callable[..., Any]:
+    def additional_properties(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        if isinstance(schema, Mapping) and schema.get("patternProperties"):
+            return None  # which keys are "additional" depends on patterns, which are never run
+        return original(validator, value, instance, schema)
+
+    return additional_properties
+
+
+def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    if unique is True and isinstance(instance, list):
+        pair = first_duplicate(instance)
+        if pair is not None:
+            from jsonschema.exceptions import ValidationError
+
+            first, second = pair
+            yield ValidationError(
+                f"{_short(repr(instance), 100)} has non-unique elements (items {first} and {second} are equal)"
+            )
+
+
+class _Key:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def canonical(value: Any) -> tuple[Any, ...]:
+    """A hashable form of a JSON value, equal for equal JSON values: object keys sorted,
+    ``1`` equal to ``1.0``, ``True`` not equal to ``1``. Iterative: any depth, linear time
+    (besides sorting each object's keys).
+
+    Example::
+
+        assert canonical({"a": [1, True]}) == canonical({"a": [1.0, True]})
+        assert canonical([1]) != canonical([True])
+    """
+    tokens: list[Any] = []
+    stack: list[Any] = [value]
+    close = object()
+    while stack:
+        item = stack.pop()
+        if item is close:
+            tokens.append(")")
+        elif isinstance(item, _Key):
+            tokens.append(("k", item.name))
+        elif isinstance(item, bool):
+            tokens.append(("b", item))
+        elif isinstance(item, (int, float)):
+            tokens.append(("n", item))  # Python: 1 == 1.0 and hash(1) == hash(1.0)
+        elif isinstance(item, str):
+            tokens.append(("s", item))
+        elif item is None:
+            tokens.append(("z",))
+        elif isinstance(item, (list, tuple)):
+            tokens.append(("[", len(item)))
+            stack.append(close)
+            stack.extend(reversed(item))
+        elif isinstance(item, Mapping):
+            keys = sorted(item, key=str)
+            tokens.append(("{", len(keys)))
+            stack.append(close)
+            for key in reversed(keys):
+                stack.append(item[key])
+                stack.append(_Key(str(key)))
+        else:
+            tokens.append(("?", repr(item)))
+    return tuple(tokens)
+
+
+def first_duplicate(items: Iterable[Any]) -> tuple[int, int] | None:
+    """The indexes of the first item equal (as JSON) to an earlier one, or None; linear time
+    (hashes :func:`canonical` forms instead of comparing every pair).
+
+    Example: ``first_duplicate([1, True, {"a": 1}, 1.0])  # (0, 3)``
+    """
+    seen: dict[tuple[Any, ...], int] = {}
+    for index, item in enumerate(items):
+        key = canonical(item)
+        if key in seen:
+            return seen[key], index
+        seen[key] = index
+    return None
+
+
+def all_unique(items: Iterable[Any]) -> bool:
+    """Whether no two items are equal JSON values; linear time (see :func:`first_duplicate`).
+
+    Example: ``all_unique([1, True, {"a": 1}]) and not all_unique([1, 1.0])``
+    """
+    return first_duplicate(items) is None
+
+
+def _short(text: str, limit: int = _MAX_MESSAGE) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _path(parts: Iterable[Any]) -> str:
@@ -174,27 +363,48 @@ def _path(parts: Iterable[Any]) -> str:
     return text
 
 
-def mismatches(schema: Mapping[str, Any], instance: Any, what: str) -> list[tuple[str, str]] | None:
+def mismatches(
+    schema: Mapping[str, Any], instance: Any, what: str, seconds: float | None = None
+) -> list[tuple[str, str]] | None:
     """Where and why ``instance`` does not match ``schema``, the most relevant first:
     ``[("$.a", "'x' is not of type 'number'"), ...]``.
 
     ``[]`` when it matches; None when the schema cannot be used (an unresolvable
-    ``$ref``, an invalid schema): the check is then skipped, with a debug log."""
+    ``$ref``, an invalid schema: the check is then skipped, with a debug log) or when
+    the check ran out of its bound (:data:`CHECK_STEPS`, and ``seconds`` or
+    :data:`CHECK_SECONDS`, whichever is less: skipped with a warning). Patterns are
+    never run (see the module docstring).
+
+    Example::
+
+        mismatches({"type": "object", "required": ["a"]}, {}, "x")  # [('$', "'a' is a required property")]
+    """
+    limit = CHECK_SECONDS if seconds is None else max(0.0, min(seconds, CHECK_SECONDS))
     try:
         compiled = VALIDATORS.get(schema)
         if compiled.quick is not None and compiled.quick(instance):
             return []  # the common case: a plain schema and a matching value, no jsonschema
-        errors = list(compiled.validator().iter_errors(instance))
+        validator = compiled.validator()
+        _BUDGET.steps, _BUDGET.deadline = CHECK_STEPS, time.monotonic() + limit
+        errors = list(itertools.islice(validator.iter_errors(instance), _MAX_ERRORS))
         if not errors:
             return []
         from jsonschema.exceptions import best_match, relevance
 
         first = best_match(errors)
         ordered = [first, *sorted((e for e in errors if e is not first), key=relevance)]
-        return [(_path(e.absolute_path), e.message) for e in ordered]
+        return [(_short(_path(e.absolute_path)), _short(e.message)) for e in ordered]
+    except CheckTooLong:
+        log.warning(
+            "mcp_sync: %s not checked: its schema check ran past its bound (%d steps or %.1f s)",
+            what, CHECK_STEPS, limit,
+        )
+        return None
     except Exception as exc:  # the schema, not the data, is broken: do not block the call over it
         log.debug("mcp_sync: %s not checked: its schema cannot be used (%s: %s)", what, type(exc).__name__, exc)
         return None
+    finally:
+        _BUDGET.steps, _BUDGET.deadline = CHECK_STEPS, float("inf")  # leftovers never stop a later use
 
 
 # -- per client ----------------------------------------------------------------------------
@@ -249,17 +459,24 @@ class ToolSchemas:
                 return tool
 
     def check_arguments(
-        self, list_tools: Callable[[], Iterable[Tool]], name: str, tool: Tool | None, arguments: Mapping[str, Any],
+        self,
+        list_tools: Callable[[], Iterable[Tool]],
+        name: str,
+        tool: Tool | None,
+        arguments: Mapping[str, Any],
         validate: bool | None,
+        seconds: float | None = None,
     ) -> None:
-        """Raise :class:`InvalidArguments` when asked to check and the arguments do not match."""
+        """Raise :class:`InvalidArguments` when asked to check and the arguments do not match.
+
+        ``seconds`` bounds the check (the call's timeout; None: at most ``CHECK_SECONDS``)."""
         if not (self.validate_input if validate is None else validate):
             return
         tool = tool or self._tool(list_tools, name)
         if tool is None:
             log.debug("mcp_sync: arguments of %r not checked: the server did not list that tool", name)
             return
-        errors = mismatches(tool.input_schema, dict(arguments), f"the arguments of {name!r}")
+        errors = mismatches(tool.input_schema, dict(arguments), f"the arguments of {name!r}", seconds)
         if errors:
             path, why = errors[0]
             raise InvalidArguments(
@@ -270,9 +487,16 @@ class ToolSchemas:
             )
 
     def check_result(
-        self, list_tools: Callable[[], Iterable[Tool]], name: str, tool: Tool | None, result: CallToolResult
+        self,
+        list_tools: Callable[[], Iterable[Tool]],
+        name: str,
+        tool: Tool | None,
+        result: CallToolResult,
+        seconds: float | None = None,
     ) -> None:
-        """Warn about, or raise :class:`ProtocolError` for, a result that breaks the tool's outputSchema."""
+        """Warn about, or raise :class:`ProtocolError` for, a result that breaks the tool's outputSchema.
+
+        ``seconds`` bounds the check (the call's timeout; None: at most ``CHECK_SECONDS``)."""
         mode = self.validate_output
         if mode is False or result.is_error:
             return
@@ -289,7 +513,9 @@ class ToolSchemas:
         if result.structured_content is None:
             problem = "the tool declares an outputSchema but returned no structuredContent"
         else:
-            errors = mismatches(tool.output_schema, result.structured_content, f"the result of {name!r}")
+            errors = mismatches(
+                tool.output_schema, result.structured_content, f"the result of {name!r}", seconds
+            )
             if not errors:
                 return
             path, why = errors[0]

@@ -224,7 +224,9 @@ def test_openai_chat_completions_tool_calls(group: mcp_sync.ClientGroup) -> None
     assert "[image: image/png" in out[1]["content"]  # chat tool messages take text only
     assert out[2]["content"].startswith("Error:") and "Error executing tool fail" in out[2]["content"]
     assert out[3]["content"].startswith("Error:") and "not valid JSON" in out[3]["content"]
-    assert out[4]["content"].startswith("Error: unknown tool 'web_search'") and "demo__add" in out[4]["content"]
+    assert out[4]["content"].startswith("Error: unknown tool 'web_search'")
+    offered = [t["function"]["name"] for t in group.to_openai_tools()]
+    assert sum(name in out[4]["content"] for name in offered) <= 3  # the closest few, not every tool (#18.5)
     assert out[5]["content"].startswith("Error:") and "JSON object" in out[5]["content"]
 
 
@@ -291,10 +293,11 @@ def test_client_methods_map_odd_names_back(no_leaks: None) -> None:
         assert client.to_gemini_tools()[0]["function_declarations"][0]["name"] == "echo"
 
 
-def test_duplicate_names_are_refused() -> None:
-    tools = [mcp_sync.Tool(name="echo"), mcp_sync.Tool(name="echo")]
-    with pytest.raises(ValueError, match="ClientGroup"):
-        mcp_sync.to_anthropic_tools(tools)
+def test_duplicate_names_degrade(caplog: pytest.LogCaptureFixture) -> None:
+    """A tool listed twice is offered once, with a warning (#17.3; it used to raise ValueError)."""
+    tools = [mcp_sync.Tool(name="echo", description="first"), mcp_sync.Tool(name="echo", description="second")]
+    assert [t["description"] for t in mcp_sync.to_anthropic_tools(tools)] == ["first"]
+    assert any("listed twice" in r.getMessage() for r in caplog.records)
 
 
 # -- the example agent loops --------------------------------------------------------------------------
@@ -320,7 +323,9 @@ class _FakeProvider:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.requests.append((self.path, dict(self.headers), body))
+                # header names are case-insensitive: the SDKs send them in lower case (#18.7)
+                headers = {name.lower(): value for name, value in self.headers.items()}
+                fake.requests.append((self.path, headers, body))
                 data = json.dumps(fake.replies.pop(0)).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -373,7 +378,7 @@ def test_openai_loop_end_to_end(api: str) -> None:
     assert result.stdout.strip() == "It is 42."
     (path1, headers, body1), (_, _, body2) = fake.requests
     assert path1 == ("/v1/chat/completions" if api == "chat" else "/v1/responses")
-    assert headers["Authorization"] == "Bearer sk-test"
+    assert headers["authorization"] == "Bearer sk-test"
     if api == "chat":
         assert body1["tools"][0]["function"]["name"] == "s0__echo"
         assert body2["messages"][-1] == {"role": "tool", "tool_call_id": "call_1", "content": "42"}
@@ -395,7 +400,9 @@ def test_anthropic_loop_end_to_end() -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "It is 42."
     (path1, headers, body1), (_, _, body2) = fake.requests
-    assert path1 == "/v1/messages" and headers["x-api-key"] == "sk-ant-test"
+    assert path1 == "/v1/messages"
+    # the key as x-api-key (the HTTP fallback, older SDKs) or as a bearer token (newer anthropic SDKs)
+    assert headers.get("x-api-key") == "sk-ant-test" or headers.get("authorization") == "Bearer sk-ant-test"
     assert body1["tools"][0]["name"] == "s0__echo" and body1["tools"][0]["input_schema"]["type"] == "object"
     assert body2["messages"][-1] == {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "42"}],
