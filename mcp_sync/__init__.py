@@ -32,7 +32,6 @@ from ._protocol.handlers import apply_defaults
 from ._protocol.lifecycle import LEGACY_VERSIONS, MODERN_VERSIONS
 from ._protocol.subscriptions import Subscription
 from ._protocol.tasks import Task
-from ._schemas import InvalidArguments
 from ._version import __version__
 from .cancellation import CancellationToken
 from .exceptions import (
@@ -44,6 +43,7 @@ from .exceptions import (
     HandlerError,
     InputRequiredError,
     InsufficientScopeError,
+    InvalidArguments,
     MCPError,
     PaginationLimitError,
     ProtocolError,

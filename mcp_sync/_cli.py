@@ -40,9 +40,9 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
 
 from ._client import Client
 from ._connect import _client_for
-from ._schemas import InvalidArguments
+from ._threads import spawn
 from .cancellation import CancellationToken
-from .exceptions import MCPError
+from .exceptions import InvalidArguments, MCPError
 from .models import (
     AudioContent,
     BlobResourceContents,
@@ -588,7 +588,7 @@ def _in_worker(work: Callable[[], int], cancel: CancellationToken, on_interrupt:
         finally:
             finished.set()
 
-    threading.Thread(target=run, name="mcp-sync-cli", daemon=True).start()
+    spawn(run, "cli", "main")  # the library's one home for threads
     try:
         while not finished.wait(0.1):
             pass

@@ -5,12 +5,10 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
+from typing import Any, Callable, Mapping, Sequence, Union
 
 from ._client import Client
-
-if TYPE_CHECKING:
-    from ._options import Roots
+from ._options import Roots
 
 Target = Union[str, Sequence[str], Mapping[str, Any]]
 

@@ -9,7 +9,7 @@ import threading
 import warnings
 import weakref
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Union
+from typing import Any, Callable, Iterator, Mapping, Union
 
 import attrs
 
@@ -17,16 +17,13 @@ from ._client import Client, ClientState
 from ._config import load_config
 from ._connect import NOT_GIVEN, _client_for, given_options, is_whole_config
 from ._llm_formats import LLMFormatsMixin, shortened_name
-from ._options import call_options
+from ._options import ProgressCallback, Roots, call_options
 from ._sentinels import USE_CLIENT_DEFAULT
 from ._threads import run_concurrently
+from ._values import Timeout
+from .cancellation import CancellationToken
 from .exceptions import CapabilityError, ClientStateError, MCPError, ServerError
 from .models import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool
-
-if TYPE_CHECKING:
-    from ._options import ProgressCallback, Roots
-    from ._values import Timeout
-    from .cancellation import CancellationToken
 
 log = logging.getLogger("mcp_sync")
 

@@ -46,7 +46,7 @@ import warnings
 from typing import Any, Callable, Iterable, Iterator, Mapping, Union
 
 from ._schema_subset import compile_subset
-from .exceptions import MCPError, ProtocolError
+from .exceptions import InvalidArguments, MCPError, ProtocolError
 from .models import CallToolResult, Tool
 
 log = logging.getLogger("mcp_sync")
@@ -62,35 +62,6 @@ CHECK_STEPS = 200_000
 CHECK_SECONDS = 2.0
 _MAX_ERRORS = 50  # errors collected to explain one failure: enough to pick the best, bounded
 _MAX_MESSAGE = 300  # characters of one error message kept (jsonschema puts whole values in them)
-
-
-class InvalidArguments(ValueError, MCPError):
-    """Arguments that do not match the tool's ``inputSchema``; nothing was sent.
-
-    Raised by ``call_tool(..., validate=True)`` and by every call of a client
-    made with ``validate_input=True``. ``path`` is where the first mismatch is
-    (``"$"`` is the arguments object itself), ``errors`` every mismatch found.
-
-    Example::
-
-        try:
-            client.call_tool("add", {"a": "one"}, validate=True)
-        except mcp_sync.InvalidArguments as e:
-            print(e.path, e.errors)     # $.a ["$.a: 'one' is not of type 'number'"]
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: str = "$",
-        errors: list[str] | None = None,
-        method: str | None = None,
-        request_id: Any = None,
-    ) -> None:
-        MCPError.__init__(self, message, method=method, request_id=request_id)
-        self.path = path
-        self.errors = list(errors or [])
 
 
 def check_output_mode(value: OutputMode) -> OutputMode:

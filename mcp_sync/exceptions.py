@@ -19,6 +19,7 @@
     ├── AuthorizationError           OAuth failed or was refused (.step .url)
     │   └── InsufficientScopeError   step-up authorizations did not get the scope (.scope)
     ├── HandlerError                 your on_elicitation / on_sampling / on_roots raised or answered wrongly
+    ├── InvalidArguments             arguments break the tool's inputSchema (validate=True; also a ValueError)
     └── ClientStateError             misuse: a request on a closed client (also a RuntimeError)
 
     ServerRequestError               raised by *handlers* to answer the server with an error
@@ -492,3 +493,32 @@ def server_error_from(error: Any, *, method: str | None = None, request_id: Any 
         # E4: name the capability, so the fix (register a handler) is obvious
         message = f"{message} (the server requires client capabilities {data['requiredCapabilities']})"
     return cls(code, message, error.get("data"), method=method, request_id=request_id)
+
+
+class InvalidArguments(ValueError, MCPError):
+    """Arguments that do not match the tool's ``inputSchema``; nothing was sent.
+
+    Raised by ``call_tool(..., validate=True)`` and by every call of a client
+    made with ``validate_input=True``. ``path`` is where the first mismatch is
+    (``"$"`` is the arguments object itself), ``errors`` every mismatch found.
+
+    Example::
+
+        try:
+            client.call_tool("add", {"a": "one"}, validate=True)
+        except mcp_sync.InvalidArguments as e:
+            print(e.path, e.errors)     # $.a ["$.a: 'one' is not of type 'number'"]
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str = "$",
+        errors: list[str] | None = None,
+        method: str | None = None,
+        request_id: Any = None,
+    ) -> None:
+        MCPError.__init__(self, message, method=method, request_id=request_id)
+        self.path = path
+        self.errors = list(errors or [])

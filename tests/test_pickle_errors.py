@@ -45,6 +45,7 @@ SAMPLES: dict[str, Any] = {
     "reason": "user pressed stop",
     "exit_code": 3,
     "stderr_tail": "Traceback ...",
+    "unread_input": 52,
     "input_requests": {"a": {"method": "elicitation/create"}},
     "request_state": "opaque-state",
     "result": {"content": [], "isError": True},
