@@ -40,6 +40,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
 
 from ._client import Client
 from ._connect import _client_for
+from ._terminal import _JSON, _RAW, escape
 from ._threads import spawn
 from .cancellation import CancellationToken
 from .exceptions import InvalidArguments, MCPError
@@ -67,33 +68,6 @@ class UsageError(Exception):
 
 
 # -- text for a terminal -------------------------------------------------------------------
-
-_BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))  # "Trojan Source" controls
-_SURROGATES = range(0xD800, 0xE000)  # lone ones: not encodable, print would fail
-
-
-def _escape_table(keep: str) -> dict[int, str]:
-    table = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0))
-             if chr(code) not in keep}
-    table.update({code: f"\\u{code:04x}" for code in (*_BIDI, *_SURROGATES)})
-    return table
-
-
-_LINES = _escape_table("\n\t")  # text shown as text: newlines and tabs stay
-_ONE_LINE = _escape_table("")  # a name, a column, an error line: nothing may break it
-_RAW = {code: "\ufffd" for code in _SURROGATES}  # raw output: only what cannot be encoded is replaced
-_JSON = {code: f"\\u{code:04x}" for code in (0x7F, *range(0x80, 0xA0), *_BIDI, *_SURROGATES)}
-
-
-def escape(text: str, one_line: bool = False) -> str:
-    """``text`` from a server, safe for a terminal: C0 and C1 control characters (except newline
-    and tab, unless ``one_line``), DEL, bidirectional overrides and lone surrogates shown as
-    visible escapes. Linear (``str.translate``); nothing else changes.
-
-    Example: ``escape("a\\x1b]52;c;eA==\\x07b") == "a\\\\x1b]52;c;eA==\\\\x07b"``
-    """
-    return text.translate(_ONE_LINE if one_line else _LINES)
-
 
 def json_text(value: Any) -> str:
     """``value`` as indented JSON whose strings show C1 controls, DEL, bidirectional overrides and

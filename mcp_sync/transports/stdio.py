@@ -28,6 +28,7 @@ import time
 from typing import IO, Any, Callable, Mapping, Sequence, Union
 
 from .._names import name_from_command
+from .._terminal import escape
 from .._threads import join_quietly, spawn
 from ..exceptions import ConnectionClosed, ProtocolError, RequestTimeout
 from ._pipes import CAN_POLL, describe_exit, make_nonblocking, read_lines, top_level_id, unread_bytes, write_until
@@ -481,8 +482,8 @@ class StdioTransport(BaseTransport):
         try:
             if target is None:
                 parent = sys.stderr  # looked up each time: pytest capture, notebooks
-                if parent is not None:
-                    parent.write(f"[{self.name}] {line}\n")
+                if parent is not None:  # a terminal, likely: the server's control sequences are shown, not run
+                    parent.write(f"[{self.name}] {escape(line, one_line=True)}\n")
             elif target == "log":
                 self._stderr_log.info("%s", line)
             elif callable(target):
