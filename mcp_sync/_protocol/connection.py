@@ -105,6 +105,9 @@ class ConnectionHooks(Protocol):
     def connection_lost(self, engine: Engine, error: ConnectionClosed) -> None:
         """Dispatch thread: ``engine``'s connection ended, as ``error`` says."""
 
+    def after_fork(self) -> None:
+        """In a forked child: fresh state (a lock another thread held at the fork stays held)."""
+
 
 class Connection:
     """The connect state machine of one client. Thread-safe."""
@@ -370,6 +373,7 @@ class Connection:
         Nothing of it is closed, signalled or flushed (the parent still uses its
         process, pipes, sockets and threads); the next use connects afresh."""
         self.lock = threading.RLock()
+        self.hooks.after_fork()
         old = self.res
         _LEFT_TO_PARENT.append(old)
         old.subscriptions.forget_after_fork()

@@ -331,6 +331,13 @@ class Session:
 
     # -- connection hooks ---------------------------------------------------------------------
 
+    def after_fork(self) -> None:
+        """In a forked child: a fresh cache and tool headers (their locks may be held by a thread
+        of the parent that does not exist here); the results are the parent's session's anyway."""
+        if self.cache is not None:
+            self.cache = ResultCache()
+        self.tool_headers = ToolHeaders()
+
     def before_notification(self, engine: Engine, method: str, params: dict[str, Any]) -> None:
         """Reader thread, before anyone sees the notification: invalidate (C6), note listen acks."""
         if self.cache is not None:
