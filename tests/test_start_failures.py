@@ -57,7 +57,8 @@ def test_a_server_that_dies_on_the_probe_is_still_started_again() -> None:
 def test_the_servers_stderr_shown_on_the_terminal_is_escaped(capsys: pytest.CaptureFixture[str]) -> None:
     """A server's stderr line with terminal control sequences (a clipboard write, a screen clear)
     is shown with visible escapes by the default stderr display, never run by the terminal."""
-    script = "import sys; sys.stderr.write('boom \\x1b]52;c;ZXZpbA==\\x07 \\x1b[2J done\\n'); sys.stderr.flush(); sys.exit(1)"
+    script = ("import sys; sys.stderr.write('boom \\x1b]52;c;ZXZpbA==\\x07 \\x1b[2J done\\n'); "
+              "sys.stderr.flush(); sys.exit(1)")
     client = mcp_sync.Client.stdio(PY, ["-c", script], mode="legacy", timeout=10)
     with pytest.raises(mcp_sync.ConnectionClosed):
         client.connect()
