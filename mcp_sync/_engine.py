@@ -288,12 +288,16 @@ class Engine:
         receives, on the dispatch thread, the notifications whose
         ``_meta["io.modelcontextprotocol/subscriptionId"]`` is this request's id
         while it is open (``subscriptions/listen``). ``checked=True`` says the params were
-        already checked for values JSON cannot carry (the facade checks what callers pass:
-        one walk of the arguments per call), so they are not walked again here.
+        already checked for values JSON cannot carry and the timeouts resolved (the facade
+        checks what callers pass, once per call: CallOptions, check_json), so neither is
+        checked again here.
         """
         # (K1, K3, T3, U3, 9.1, 9.19, 8.7)
-        limit = _seconds(timeout, "timeout")
-        total_limit = _seconds(max_total_timeout, "max_total_timeout")
+        if checked:  # resolved and checked once, at the top (CallOptions)
+            limit, total_limit = timeout, max_total_timeout
+        else:
+            limit = _seconds(timeout, "timeout")
+            total_limit = _seconds(max_total_timeout, "max_total_timeout")
         if cancel is not None and cancel.cancelled:
             raise Cancelled(
                 _cancelled_text(f"{method} cancelled before it was sent", cancel.reason),
