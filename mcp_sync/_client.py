@@ -19,7 +19,7 @@ import attrs
 from ._client_lists import ListingMethods
 from ._client_tasks import TaskMethods
 from ._headers import HEADER_MISMATCH
-from ._llm_formats import LLMFormatsMixin
+from ._llm_formats import LLMFormatsMixin, ToolNames
 from ._options import CallOptions, ProgressCallback, Roots, call_options, check_mode
 from ._protocol import input_required
 from ._protocol.connection import ClientState
@@ -134,6 +134,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
             restart=restart, schemas=ToolSchemas(validate_output, validate_input), url_elicitation=url_elicitation,
         )
         self._session.connection.finalizer_for(self)
+        self._tool_names = ToolNames()  # the LLM names handed out by to_*_tools, for run_tool_call
 
     # -- constructors -------------------------------------------------------------
     # Each factory spells out every Client option (a typed API: a misspelt option is a

@@ -16,7 +16,7 @@ import attrs
 from ._client import Client, ClientState
 from ._config import load_config
 from ._connect import NOT_GIVEN, _client_for, given_options, is_whole_config
-from ._llm_formats import LLMFormatsMixin, shortened_name
+from ._llm_formats import LLMFormatsMixin, ToolNames, shortened_name
 from ._options import ProgressCallback, Roots, call_options
 from ._sentinels import USE_CLIENT_DEFAULT
 from ._threads import run_concurrently
@@ -248,6 +248,7 @@ class ClientGroup(LLMFormatsMixin):
         #: name -> exception, for the servers that failed to connect
         self.errors: dict[str, BaseException] = {}
         self._lock = threading.RLock()
+        self._tool_names = ToolNames()  # the LLM names handed out, for run_tool_call
         # connect() waits here (the lock released) while another thread connects; close() wakes it
         self._changed = threading.Condition(self._lock)
         self._state = "new"  # new -> connecting -> open -> closed (closed from any of them)

@@ -819,41 +819,56 @@ def _message(call: _ParsedCall, result: CallToolResult) -> dict[str, Any]:
 
 # -- the methods of Client and ClientGroup ----------------------------------------------------------
 
-_names_lock = threading.Lock()
+class ToolNames:
+    """The LLM names one client or group has handed out, and the tool behind each. Thread-safe.
+
+    An LLM name is a pure function of the listing (:func:`assign_names`), so a name handed out
+    earlier still maps back after the tools are listed again.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._names: dict[str, str] = {}  # LLM name -> the name call_tool takes
+        self._schemas: dict[str, Any] = {}  # the name call_tool takes -> its inputSchema
+
+    def remember(self, tools: list[Tool]) -> list[Tool]:
+        """Note the names ``tools`` are offered under (the export itself warns about faults, once)."""
+        assigned = assign_names(tools, warn=False)
+        with self._lock:
+            self._names.update((name, tool.name) for name, tool in assigned)
+            self._schemas.update((tool.name, tool.input_schema) for _, tool in assigned)
+        return tools
+
+    def resolve(self, name: str, relist: Callable[[], list[Tool]]) -> tuple[str | None, Any]:
+        """The call_tool name and inputSchema behind the LLM name ``name``; listed again once if unknown."""
+        with self._lock:
+            known = name in self._names
+        if not known:
+            self.remember(relist())
+        with self._lock:
+            tool_name = self._names.get(name)
+            return tool_name, self._schemas.get(tool_name) if tool_name is not None else None
+
+    def offered(self) -> list[str]:
+        with self._lock:
+            return list(self._names)
 
 
 class LLMFormatsMixin:
     """``to_openai_tools``, ``to_anthropic_tools``, ``to_gemini_tools`` and ``run_tool_call``
     for :class:`~mcp_sync.Client` and :class:`~mcp_sync.ClientGroup`, built on their
-    public ``tools()`` and ``call_tool()`` (thread-safe like them)."""
+    public ``tools()`` and ``call_tool()`` (thread-safe like them). Its hooks: the names
+    handed out (``_tool_names``) and the tools offered (``_llm_tools``)."""
 
     if TYPE_CHECKING:
         tools: Callable[..., Iterator[Tool]]
         call_tool: Callable[..., CallToolResult]
 
-    _llm_names: dict[str, str]  # LLM name -> the name call_tool takes
-    _llm_schemas: dict[str, Any]  # the name call_tool takes -> its inputSchema
+    _tool_names: ToolNames
 
     def _llm_tools(self) -> list[Tool]:
         """The tools offered to a model (ClientGroup: with prefixed names)."""
         return list(self.tools())
-
-    def _remember_names(self, tools: list[Tool]) -> list[Tool]:
-        assigned = assign_names(tools, warn=False)  # the export itself warns, once
-        names = {name: tool.name for name, tool in assigned}
-        schemas = {tool.name: tool.input_schema for _, tool in assigned}  # for drop_optional_nulls
-        with _names_lock:
-            self._llm_names = {**getattr(self, "_llm_names", {}), **names}
-            self._llm_schemas = {**getattr(self, "_llm_schemas", {}), **schemas}
-        return tools
-
-    def _tool_name_for(self, name: str) -> str | None:
-        """The call_tool name behind an LLM name: from the names already handed out, else listed again."""
-        known = getattr(self, "_llm_names", {})
-        if name not in known:
-            self._remember_names(self._llm_tools())
-            known = self._llm_names
-        return known.get(name)
 
     @overload
     def to_openai_tools(self, api: Literal["chat"] = ..., strict: bool = ...) -> list[OpenAIChatTool]: ...
@@ -869,7 +884,7 @@ class LLMFormatsMixin:
             reply = openai.chat.completions.create(model="gpt-4.1", messages=messages,
                                                    tools=client.to_openai_tools())
         """
-        return to_openai_tools(self._remember_names(self._llm_tools()), api=api, strict=strict)
+        return to_openai_tools(self._tool_names.remember(self._llm_tools()), api=api, strict=strict)
 
     def to_anthropic_tools(self) -> list[AnthropicTool]:
         """This server's tools as Anthropic tools (see :func:`mcp_sync.to_anthropic_tools`).
@@ -879,14 +894,14 @@ class LLMFormatsMixin:
             reply = anthropic.messages.create(model=..., max_tokens=1024, messages=messages,
                                               tools=client.to_anthropic_tools())
         """
-        return to_anthropic_tools(self._remember_names(self._llm_tools()))
+        return to_anthropic_tools(self._tool_names.remember(self._llm_tools()))
 
     def to_gemini_tools(self) -> list[dict[str, Any]]:
         """This server's tools as Gemini function declarations (see :func:`mcp_sync.to_gemini_tools`).
 
         Example: ``config = {"tools": client.to_gemini_tools()}``
         """
-        return to_gemini_tools(self._remember_names(self._llm_tools()))
+        return to_gemini_tools(self._tool_names.remember(self._llm_tools()))
 
     # The SDKs' call objects give the SDKs' message types (#18.4); dicts and the rest give Any.
     @overload
@@ -988,10 +1003,9 @@ class LLMFormatsMixin:
         except ValueError as exc:
             return _error_message(parsed, f"tool {_short(parsed.name)!r}: {exc}")
         try:
-            tool_name = self._tool_name_for(parsed.name)
+            tool_name, schema = self._tool_names.resolve(parsed.name, self._llm_tools)
             if tool_name is None:
-                return _error_message(parsed, _unknown_tool(parsed.name, getattr(self, "_llm_names", {})))
-            schema = getattr(self, "_llm_schemas", {}).get(tool_name)
+                return _error_message(parsed, _unknown_tool(parsed.name, self._tool_names.offered()))
             if schema is not None:
                 arguments = drop_optional_nulls(arguments, schema)
             result = self.call_tool(

@@ -370,6 +370,7 @@ def test_responses_tools_always_say_strict() -> None:
 class _Fake(mcp_sync._llm_formats.LLMFormatsMixin):
     def __init__(self, tools: list[mcp_sync.Tool]) -> None:
         self._tools = tools
+        self._tool_names = mcp_sync._llm_formats.ToolNames()  # the mixin's hook, as Client and ClientGroup set it
 
     def tools(self, **options: Any) -> Iterator[mcp_sync.Tool]:
         return iter(self._tools)
