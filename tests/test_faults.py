@@ -78,7 +78,7 @@ def test_modern_requests_carry_the_envelope() -> None:
         assert meta["io.modelcontextprotocol/clientInfo"] == {"name": "t", "version": "9"}
         assert meta["io.modelcontextprotocol/clientCapabilities"] == {}
         # the modern-only fault server refuses requests without the envelope (-32602)
-        assert client.call_tool("echo", {"text": "ok"}, meta={"traceparent": "00-1-2-01"}).text == "ok"
+        assert client.call_tool("echo", {"text": "ok"}, meta={"traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"}).text == "ok"
 
 
 def test_server_ping_is_answered() -> None:
