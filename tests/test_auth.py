@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 import requests
+from helpers import run_workers
 
 import mcp_sync
 from mcp_sync._oauth_flow import as_metadata_candidates, check_redirect, parse_bearer_challenge, pkce_pair, s256
@@ -343,20 +344,7 @@ def test_concurrent_401s_run_one_flow(world: World, no_leaks: None) -> None:
         client.connect()
         world.revoke()  # every thread's next request gets a 401 at about the same time
         world.token_delay = 0.3
-        errors: list[BaseException] = []
-
-        def call() -> None:
-            try:
-                client.call_tool("echo", {})
-            except BaseException as exc:
-                errors.append(exc)
-
-        threads = [threading.Thread(target=call) for _ in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(20)
-        assert not errors
+        run_workers(client.call_tool, [("echo", {})] * 8, timeout=20)  # each worker must finish, none may raise
     tokens = world.calls("token")
     assert [t["grant_type"] for t in tokens] == ["authorization_code", "refresh_token"]  # one refresh, not 8
     assert len(world.calls("authorize")) == 1

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from helpers import run_workers
 from test_auth import World, follow
 
 import mcp_sync
@@ -106,11 +107,7 @@ def test_threads_lose_no_update(tmp_path: Path) -> None:
         for n in range(15):
             store.save(f"https://as-{t}-{n}", state(n))
 
-    threads = [threading.Thread(target=writer, args=(t,)) for t in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(20)
+    run_workers(writer, [(t,) for t in range(8)], timeout=20)
     issuers = json.loads((tmp_path / "tokens.json").read_text())["issuers"]
     assert len(issuers) == 8 * 15
 

@@ -11,6 +11,7 @@ import time
 from typing import Any, Callable
 
 import pytest
+from helpers import run_workers
 
 import mcp_sync
 from mcp_sync._protocol.cache import ResultCache, params_key
@@ -298,25 +299,16 @@ def test_result_cache_unit() -> None:
 
 def test_result_cache_is_thread_safe() -> None:
     cache = ResultCache()
-    errors: list[BaseException] = []
 
     def worker(n: int) -> None:
-        try:
-            for i in range(300):
-                page = {"tools": [], "ttlMs": 10_000, "cacheScope": "public"}
-                cache.put("tools/list", {"cursor": str(i % 7)}, None, page, generation=cache.generation)
-                cache.get("tools/list", {"cursor": str(i % 5)}, None)
-                if i % 50 == n:
-                    cache.notification("notifications/tools/list_changed", {})
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+        for i in range(300):
+            page = {"tools": [], "ttlMs": 10_000, "cacheScope": "public"}
+            cache.put("tools/list", {"cursor": str(i % 7)}, None, page, generation=cache.generation)
+            cache.get("tools/list", {"cursor": str(i % 5)}, None)
+            if i % 50 == n:
+                cache.notification("notifications/tools/list_changed", {})
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
-    assert not errors
+    run_workers(worker, [(n,) for n in range(4)], timeout=30)
     assert len(cache) <= 7
 
 

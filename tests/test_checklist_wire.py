@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import run_workers
 
 import mcp_sync
 
@@ -74,11 +75,7 @@ def test_j1_request_ids_are_never_null_and_never_reused(tmp_path: Path, mode: st
     with peer.client(mode=mode) as client:
         with pytest.raises(mcp_sync.RequestTimeout):
             client.call_tool("slow", {"seconds": 5}, timeout=0.2)
-        threads = [threading.Thread(target=client.call_tool, args=("echo", {"text": str(i)})) for i in range(16)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(20)
+        run_workers(client.call_tool, [("echo", {"text": str(i)}) for i in range(16)], timeout=20)
         client.list_tools()
         client.call_tool("echo", {"text": "last"})
     ids = [m["id"] for m in peer.requests()]

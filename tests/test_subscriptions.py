@@ -116,7 +116,8 @@ def test_log_level_option(options: dict, requests: int, no_leaks: None) -> None:
     (initialize, logging/setLevel, counter); W1: modern sends none, only the _meta key."""
     with fault(log_level="error", **options) as client:
         assert client.call_tool("counter").text == str(requests)
-        assert client.meta().get("io.modelcontextprotocol/logLevel", "error") == "error"
+        # the envelope holds the level in both eras (a missing key fails: #22.2)
+        assert client.meta()["io.modelcontextprotocol/logLevel"] == "error"
 
 
 # -- fault server: modern -------------------------------------------------------------------

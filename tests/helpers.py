@@ -1,0 +1,76 @@
+"""The one home of the generic test helpers (#22.10): waiting for a condition, running work on
+threads and collecting what each worker did. Fixtures live in conftest.py; the scripted HTTP
+peer in httpkit.py; the stdio lifecycle helpers in lifekit.py; the OAuth test world in
+oauthkit.py."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any, Callable, Sequence
+
+
+def wait_until(predicate: Callable[[], Any], seconds: float, interval: float = 0.02) -> bool:
+    """Poll ``predicate`` until it is true or ``seconds`` pass; the last answer is returned, so
+    ``assert wait_until(...)`` fails when the condition never held."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())
+
+
+def in_thread(function: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
+    """Run ``function`` on a thread; the dict gets "value" or "error", and "at" (when it ended)."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = function()
+        except BaseException as exc:
+            box["error"] = exc
+        box["at"] = time.monotonic()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, box
+
+
+def run_workers(
+    target: Callable[..., Any], args: Sequence[tuple[Any, ...]], timeout: float = 60.0
+) -> list[Any]:
+    """Run ``target(*a)`` for each ``a`` in ``args`` on its own thread, all at once, and collect
+    every outcome: the results in order, or an AssertionError naming each worker that raised
+    or did not finish within ``timeout`` seconds. A test that starts workers must not pass
+    when the workers die (#22.1)."""
+    boxes = []
+    for a in args:
+        boxes.append(in_thread(lambda a=a: target(*a)))
+    deadline = time.monotonic() + timeout
+    for thread, _ in boxes:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    problems = []
+    for n, (thread, box) in enumerate(boxes):
+        if thread.is_alive():
+            problems.append(f"worker {n} did not finish within {timeout} s")
+        elif "error" in box:
+            problems.append(f"worker {n} raised {box['error']!r}")
+    if problems:
+        first = next((box["error"] for _, box in boxes if "error" in box), None)
+        raise AssertionError(f"{len(problems)} of {len(boxes)} workers failed: " + "; ".join(problems[:5])) from first
+    return [box.get("value") for _, box in boxes]
+
+
+def process_exists(pid: int) -> bool:
+    """True when a process ``pid`` exists (zombies included)."""
+    if not isinstance(pid, int) or pid <= 0:
+        raise ValueError(f"not a pid: {pid!r}")
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
