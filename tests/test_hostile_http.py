@@ -304,16 +304,27 @@ def test_cr_only_stream_delivers_its_last_event(no_leaks: None) -> None:
         assert [t.name for t in client.tools()] == ["cr"]
 
 
-def test_absurd_retry_on_a_legacy_post_stream(no_leaks: None) -> None:
+def test_absurd_retry_on_a_legacy_post_stream(caplog: pytest.LogCaptureFixture, no_leaks: None) -> None:
     """retry: 10**20 on a legacy stream that breaks: the wait is clamped, so the call ends by
-    its own timeout (RequestTimeout), not with an overflow inside the transport."""
+    its own timeout (RequestTimeout), not with an overflow inside the transport.
+
+    The stream is read on a worker thread, so the test also checks what only shows there
+    (#22.3): no error was logged (the transport logs an internal error before failing the
+    call with it), the wait was not cut short (no resume GET before the timeout) and the
+    call lasted its whole timeout."""
     with FakeServer("legacy") as fake, mcp_sync.Client.http(fake.url, mode="legacy") as client:
         client.connect()
         fake.override = lambda r: (
             sse_reply("id: e1\nretry: 100000000000000000000\ndata:") if (r.rpc_method == "tools/call") else None
         )
-        with pytest.raises(mcp_sync.RequestTimeout):
+        started = time.monotonic()
+        with caplog.at_level(logging.DEBUG, logger="mcp_sync"), pytest.raises(mcp_sync.RequestTimeout):
             client.call_tool("echo", {}, timeout=1.0)
+        assert time.monotonic() - started >= 0.9
+        assert not [r for r in fake.seen(http_method="GET") if r.headers.get("last-event-id") == "e1"]
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("mcp_sync")], [
+        r.getMessage() for r in caplog.records
+    ]
 
 
 def test_absurd_retry_does_not_kill_the_listen_thread(no_leaks: None) -> None:

@@ -1,8 +1,10 @@
 """Connecting, closing and reconnecting: issue 8 point 3 and issue 9 points 2, 3, 7, 8, 12, 14, 15, 20.
 
-Real servers where they can show it (the SDK server, server-everything); the
-scripted tests/servers/lifecycle_server.py for what they will not do (stay
-silent, start slowly, answer -32022 without revisions, linger at exit).
+The Python SDK server (stdio and Streamable HTTP) where a real server can show it; the
+project's fault server; the scripted tests/servers/lifecycle_server.py for what real
+servers will not do (stay silent, start slowly, answer -32022 without revisions, linger
+at exit). server-everything is not started here: it appears only as a command line
+whose server name is derived.
 """
 
 from __future__ import annotations
