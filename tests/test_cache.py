@@ -99,16 +99,40 @@ def tools_page(names: list[str], ttl: int | None = 60_000, scope: str = "public"
 
 
 def test_ttl_50ms_reused_within_refetched_after(no_leaks: None) -> None:
-    """C3: a 50 ms ttlMs is reused within it and re-fetched after; counted server-side."""
+    """C3: a 50 ms ttlMs is reused within it and re-fetched after; counted server-side.
+
+    The cache's clock is the test's (#22.6): "within" and "after" do not depend on how soon a
+    loaded machine runs the next line (the real clock is covered by test_ttl_on_the_real_clock)."""
     with fault("--era", "modern", "--ttl-ms", "50") as client:
+        now = [1000.0]
+        cache = client._session.cache
+        assert cache is not None
+        cache._clock = lambda: now[0]
         before = received(client)
         first = client.list_tools()
-        again = client.list_tools()  # microseconds later: well inside 50 ms
+        now[0] += 0.049  # still inside 50 ms
+        again = client.list_tools()
         assert first.ttl_ms == 50 and [t.name for t in again] == [t.name for t in first]
         assert received(client) == before + 2  # one tools/list, then this counter call
-        time.sleep(0.15)
+        now[0] += 0.001  # received + ttl: stale
         client.list_tools()
         assert received(client) == before + 4  # stale: fetched again
+
+
+def test_ttl_on_the_real_clock(no_leaks: None) -> None:
+    """C3 on the real clock, with margins a loaded machine keeps: a 2 s ttlMs is reused by a
+    call made at once (fixed: reused; a cache that never stores fetches again), and fetched
+    again once 2.2 s have passed since the answer (a cache that never expires does not)."""
+    with fault("--era", "modern", "--ttl-ms", "2000") as client:
+        before = received(client)
+        client.list_tools()
+        answered = time.monotonic()
+        client.list_tools()  # at once: 2 s of margin
+        assert received(client) == before + 2
+        time.sleep(max(0.0, answered + 2.2 - time.monotonic()))
+        count = received(client)
+        client.list_tools()
+        assert received(client) == count + 2  # stale: fetched again (and the counter call)
 
 
 def test_per_call_modes_and_cache_off(no_leaks: None) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from helpers import wait_until
 from test_engine import Wire as BaseWire
 
 import mcp_sync
@@ -76,10 +77,7 @@ def started_engine(wire: Wire | None = None, **kwargs: Any) -> tuple[Wire, Engin
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.005)
+    assert wait_until(predicate, timeout, interval=0.005), "condition not reached"
 
 
 def deep_list(depth: int) -> list:
@@ -374,7 +372,7 @@ def test_close_releases_every_waiter_before_the_server_is_gone(no_leaks: None) -
     threads = [threading.Thread(target=wait_forever, daemon=True) for _ in range(8)]
     for thread in threads:
         thread.start()
-    time.sleep(0.3)
+    wait_for(lambda: len(client._engine._pending) == 8, timeout=10)  # type: ignore[union-attr]  # all 8 sent
     closing = time.monotonic()
     client.close()
     closed = time.monotonic()
@@ -383,7 +381,8 @@ def test_close_releases_every_waiter_before_the_server_is_gone(no_leaks: None) -
     assert len(calls) == 8
     assert all(isinstance(error, mcp_sync.ConnectionClosed) for _, error in calls)
     released = max(at for at, _ in calls if at is not None) - closing
-    assert released < 0.5, f"waiters released {released:.2f} s after close() began"
+    # fixed: released at once (milliseconds); the regression waits for the server's 3 s exit
+    assert released < 1.5, f"waiters released {released:.2f} s after close() began"
     assert closed - closing < 8  # close() itself stays bounded (shutdown waits, then signals)
 
 
@@ -603,19 +602,25 @@ def test_server_requests_beyond_the_bound_are_refused_not_threaded() -> None:
 
 
 def test_the_deadline_counts_from_before_the_write() -> None:
-    """#8.1 (engine part): the timeout only started once the write had returned."""
+    """#8.1 (engine part): the timeout only started once the write had returned.
+
+    The write takes 1.2 s against a 1.0 s timeout (#22.6): fixed, the deadline has passed
+    when the write returns and the call ends at once; the regression waits a whole second
+    more. The bound, 0.5 s after the write returned, leaves 0.5 s either way."""
+    written: list[float] = []
 
     class SlowWire(Wire):
         def send(self, message: dict, *, headers: Any = None) -> None:
             if "id" in message:  # the request (not the cancellation after it)
-                time.sleep(0.6)  # a pipe the server is slow to drain
+                time.sleep(1.2)  # a pipe the server is slow to drain
+                written.append(time.monotonic())
             super().send(message, headers=headers)
 
     _, engine = started_engine(SlowWire())
-    started = time.monotonic()
     with pytest.raises(mcp_sync.RequestTimeout):
-        engine.request("tools/list", {}, timeout=0.4)
-    assert time.monotonic() - started < 0.9  # 0.6 s writing + at most a moment, not 0.6 + 0.4
+        engine.request("tools/list", {}, timeout=1.0)
+    after_write = time.monotonic() - written[0]
+    assert after_write < 0.5, f"the call ended {after_write:.2f} s after the write (the regression: 1.0 s)"
     engine.close()
 
 

@@ -33,6 +33,12 @@ def kill(pid: int | None) -> None:
     os.kill(pid, 9)
 
 
+def pending(client: mcp_sync.Client) -> int:
+    """Requests sent and not yet answered (what a test waits for instead of sleeping)."""
+    engine = client._engine
+    return len(engine._pending) if engine is not None else 0
+
+
 def lifecycle(*args: str, **options: Any) -> mcp_sync.Client:
     return mcp_sync.Client.stdio(PY, [LIFECYCLE, *args], **options)
 
@@ -66,7 +72,7 @@ def test_close_interrupts_a_connect_in_progress(timeout: float | None, no_leaks:
     """#8.3: close() from another thread waited for the whole connect (for ever with timeout=None)."""
     client = lifecycle("--silent", timeout=timeout)
     thread, box = in_thread(client.connect)
-    time.sleep(0.5)  # the probe is on the wire, unanswered
+    assert wait_for(lambda: server_pid(client) is not None, 10)  # connecting: the server runs (#22.6)
     pid = server_pid(client)
     started = time.monotonic()
     client.close()
@@ -246,14 +252,15 @@ def test_close_releases_waiting_threads_before_the_server_is_gone(no_leaks: None
     client.connect()
     pid = server_pid(client)
     calls = [in_thread(lambda: client.call_tool("slow", {"seconds": 20})) for _ in range(8)]
-    time.sleep(0.5)
+    assert wait_for(lambda: pending(client) == 8, 10)  # all eight sent (#22.6: no fixed sleep)
     started = time.monotonic()
     client.close()
     ended = time.monotonic() - started
     for thread, box in calls:
         thread.join(5)
         assert isinstance(box.get("error"), mcp_sync.ConnectionClosed), box
-        assert box["at"] - started < 0.5
+        # fixed: milliseconds; the regression waits for the server's exit (it lingers 10 s)
+        assert box["at"] - started < 2.0
     assert ended < 10 and gone(pid)
 
 
@@ -309,8 +316,9 @@ def test_reconnect_starts_afresh_and_keeps_subscriptions(era: str, no_leaks: Non
     with mcp_sync.Client.stdio(PY, fault_args("--era", era), timeout=20, **options) as client:
         sub = client.listen(tools_list_changed=True)
         first = server_pid(client)
+        listening = pending(client)
         waiting = in_thread(lambda: client.call_tool("slow", {"seconds": 10}))
-        time.sleep(0.3)
+        assert wait_for(lambda: pending(client) > listening, 10)  # the slow call is sent (#22.6)
         info = client.reconnect()
         assert info and server_pid(client) != first and gone(first)
         waiting[0].join(5)
