@@ -658,3 +658,65 @@ def test_a_cancellation_write_that_blocks_never_holds_the_caller() -> None:
         release.set()
         engine.close()
     assert not [t for t in threading.enumerate() if t.name.startswith("mcp_sync-cancel")]
+
+
+# -- #22.7: error paths that decide whether somebody hangs ------------------------------------------
+
+
+class EncodingWire(Wire):
+    """Encodes like a real transport: what JSON cannot carry raises before anything is sent."""
+
+    def send(self, message: dict, *, headers: Any = None) -> None:
+        json.dumps(message, allow_nan=False)
+        super().send(message, headers=headers)
+
+
+@pytest.mark.parametrize(
+    "behaviour",
+    ["returns a set", "refuses with unencodable data", "refuses as internal error with unencodable data"],
+)
+def test_an_answer_that_cannot_be_encoded_still_answers_the_server(behaviour: str) -> None:
+    """#22.7: a handler's answer JSON cannot carry (a result, or the data of its refusal) is
+    replaced by an error answer: the server always gets one, or it waits for ever. The third
+    case was the hole: a refusal coded -32603 whose data cannot be encoded was taken for the
+    fallback itself and dropped without an answer."""
+
+    def handler(method: str, params: dict) -> Any:
+        if behaviour == "returns a set":
+            return {"roots": {1, 2}}
+        code = -32603 if "internal" in behaviour else -32000
+        raise mcp_sync.ServerRequestError("no", code=code, data={"x": object()})
+
+    wire, engine = started_engine(EncodingWire(), on_server_request=handler)
+    try:
+        engine.message({"jsonrpc": "2.0", "id": "s1", "method": "roots/list"})
+        wait_for(lambda: any(m.get("id") == "s1" for m in wire.sent))
+        answers = [m for m in wire.sent if m.get("id") == "s1"]
+        assert len(answers) == 1 and answers[0]["error"]["code"] == -32603, answers
+        assert "result" not in answers[0]
+    finally:
+        engine.close()
+
+
+def test_the_timeout_fires_once_progress_stops() -> None:
+    """#22.7: with reset_timeout_on_progress, each progress restarts the 0.4 s timeout; when
+    progress stops, the call times out 0.4 s after the last one. Fixed: about 0.4 s after it;
+    the regression (the timer no longer running) waits for max_total_timeout, 20 s. The
+    bound, 3 s, leaves 2.6 s of margin on a loaded machine and 17 s to the regression."""
+    wire, engine = started_engine()
+    try:
+        call = Call(engine, timeout=0.4, reset_timeout_on_progress=True, max_total_timeout=20)
+        wait_for(lambda: bool(wire.requests()))
+        token = wire.requests()[0]["params"]["_meta"]["progressToken"]
+        feed_progress(engine, token, 4, 0.15).join()  # 0.6 s of progress: past the first 0.4 s
+        last_progress = time.monotonic()
+        assert call.ended_at is None, call.error
+        call.join(10)
+        assert isinstance(call.error, mcp_sync.RequestTimeout), call.error
+        assert "of the last progress notification" in str(call.error)
+        assert call.ended_at is not None
+        after = call.ended_at - last_progress
+        assert after < 3, f"timed out {after:.2f} s after the last progress"
+        assert after >= 0.3  # and not before its 0.4 s had passed
+    finally:
+        engine.close()
