@@ -74,3 +74,9 @@ def process_exists(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def env_without_coverage() -> dict[str, str]:
+    """This process's environment minus coverage's subprocess hooks: for a child whose imports
+    or threads are what the test measures (coverage itself imports modules and starts threads)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_PROCESS_")}
