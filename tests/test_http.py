@@ -703,3 +703,49 @@ def test_a_legacy_answer_to_an_expired_session_is_dropped_without_renewal(
             assert len(answers) == 1 and answers[0].json["result"] == {"roots": [{"uri": "file:///tmp"}]}
             assert len(fake.seen("initialize")) == 1  # not renewed for an answer
     assert not [r for r in caplog.records if r.name.startswith("mcp_sync") and r.levelno >= logging.WARNING]
+
+
+# -- #22.7: a modern server that negotiates another modern revision ----------------------------------
+
+
+@pytest.mark.parametrize("mode", ["auto", "modern"])
+def test_a_modern_server_of_another_modern_revision_is_refused_clearly(mode: str, no_leaks: None) -> None:
+    """#22.7: server/discover lists only a modern revision this client does not speak: connect()
+    fails at once with UnsupportedProtocolVersionError naming it; it neither falls back to the
+    legacy handshake (the server is modern) nor waits for its timeout."""
+    with FakeServer("modern") as fake:
+        def discover_answer(request: Request) -> Reply | None:
+            if request.rpc_method != "server/discover":
+                return None
+            body = {"supportedVersions": ["2027-01-01"], "capabilities": {}}
+            return json_reply(result(request, body))
+
+        fake.override = discover_answer
+        client = mcp_sync.Client.http(fake.url, mode=mode, timeout=20)
+        started = time.monotonic()
+        with pytest.raises(mcp_sync.UnsupportedProtocolVersionError, match="2027-01-01") as caught:
+            client.connect()
+        assert time.monotonic() - started < 5
+        assert caught.value.supported == ["2027-01-01"]
+        assert not fake.seen("initialize")  # a modern server: no legacy handshake
+        client.close()
+
+
+def test_mode_modern_retries_once_at_the_revision_a_32022_names(no_leaks: None) -> None:
+    """#22.7 (V1 in mode="modern"): the first server/discover is refused with -32022 listing
+    our revision: one retry at it connects; a second refusal would be final."""
+    with FakeServer("modern") as fake:
+        refusals = [0]
+
+        def refuse_once(request: Request) -> Reply | None:
+            if request.rpc_method == "server/discover" and not refusals[0]:
+                refusals[0] += 1
+                error = {"code": -32022, "message": "Unsupported protocol version",
+                         "data": {"supported": ["2026-07-28"]}}
+                return json_reply({"jsonrpc": "2.0", "id": request.json["id"], "error": error}, 400)
+            return None
+
+        fake.override = refuse_once
+        with mcp_sync.Client.http(fake.url, mode="modern") as client:
+            assert client.era == "modern" and client.protocol_version == "2026-07-28"
+        assert len(fake.seen("server/discover")) == 2
