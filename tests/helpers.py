@@ -6,8 +6,10 @@ oauthkit.py."""
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 
@@ -80,3 +82,50 @@ def env_without_coverage() -> dict[str, str]:
     """This process's environment minus coverage's subprocess hooks: for a child whose imports
     or threads are what the test measures (coverage itself imports modules and starts threads)."""
     return {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_PROCESS_")}
+
+
+def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
+    """A CA-flagged self-signed certificate for 127.0.0.1 and its key (cert.pem, key.pem in
+    ``folder``), made with ``cryptography`` (a test dependency; no ``openssl`` binary needed)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "mcp-sync test CA")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_path, key_path
+
+
+def ipv6_loopback_usable() -> bool:
+    """Whether ::1 can really be bound here (``socket.has_ipv6`` is only a compile-time flag:
+    a container without IPv6 has it True)."""
+    if not socket.has_ipv6:
+        return False
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True

@@ -15,6 +15,7 @@ import zlib
 from typing import Any, Iterator
 
 import pytest
+from helpers import self_signed_certificate
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -107,20 +108,10 @@ class Sink:
 
 @pytest.fixture(scope="module")
 def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    """A self-signed certificate for 127.0.0.1 (made with the openssl command)."""
-    import shutil
-    import subprocess
-
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is needed to make a test certificate")
-    folder = tmp_path_factory.mktemp("tls")
-    cert, key = str(folder / "cert.pem"), str(folder / "key.pem")
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    return cert, key
+    """A self-signed certificate for 127.0.0.1, made with ``cryptography`` (a test dependency:
+    the case no longer depends on an ``openssl`` binary, #22.8)."""
+    cert, key = self_signed_certificate(tmp_path_factory.mktemp("tls"))
+    return str(cert), str(key)
 
 
 def endless_close_delimited(rpc_method: str) -> Any:
