@@ -129,3 +129,23 @@ def ipv6_loopback_usable() -> bool:
     except OSError:
         return False
     return True
+
+
+def process_gone(pid: int) -> bool:
+    """True when ``pid`` no longer runs (a zombie waiting for its reaper counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def open_fds() -> dict[int, str]:
+    """This process's open file descriptors and what each points to (Linux: /proc)."""
+    fds = {}
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            fds[int(name)] = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            pass
+    return fds

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 import requests
 from helpers import ipv6_loopback_usable
-from test_auth import World
+from oauthkit import World
 
 import mcp_sync
 from mcp_sync.auth import browser_authorize

@@ -11,7 +11,7 @@ import pytest
 from helpers import run_workers
 from hypothesis import given
 from hypothesis import strategies as st
-from test_auth import World, follow
+from oauthkit import World, follow
 
 import mcp_sync
 from mcp_sync.auth import REFRESH_MARGIN, refresh_due

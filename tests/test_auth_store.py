@@ -11,16 +11,14 @@ import os
 import stat
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from helpers import run_workers
-from test_auth import World, follow
+from oauthkit import World, follow
 
 import mcp_sync
 from mcp_sync.auth import FileTokenStore
-
-from httpkit import FakeServer
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -159,12 +157,6 @@ def test_processes_updating_one_issuer_lose_no_resource(tmp_path: Path) -> None:
 
 
 # -- with OAuth ------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def world() -> Iterator[World]:
-    with FakeServer("modern") as rs, FakeServer("modern") as auth:
-        yield World(rs, auth)
 
 
 def test_tokens_survive_a_restart_and_never_show(

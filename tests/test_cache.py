@@ -6,28 +6,19 @@ Each test names the checklist items it covers.
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any, Callable
 
 import pytest
 from helpers import run_workers
+from wirekit import DISCOVER, FakeTransport
 
 import mcp_sync
 from mcp_sync._protocol.cache import ResultCache, params_key
-from mcp_sync.transports.base import BaseTransport
 
 from conftest import PY, fault_args
 
 pytestmark = pytest.mark.timeout(60)
-
-DISCOVER = {
-    "resultType": "complete",
-    "supportedVersions": ["2026-07-28"],
-    "capabilities": {"tools": {"listChanged": True}, "resources": {"subscribe": True}},
-    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "1"}},
-}
-
 
 def fault(*extra: str, **options: Any) -> mcp_sync.Client:
     return mcp_sync.Client.stdio(PY, fault_args(*extra), **options)
@@ -36,47 +27,6 @@ def fault(*extra: str, **options: Any) -> mcp_sync.Client:
 def received(client: mcp_sync.Client) -> int:
     """Requests the fault server has received, this counter call included."""
     return int(client.call_tool("counter").text)
-
-
-class FakeTransport(BaseTransport):
-    """An in-memory Transport: ``handler(method, params)`` returns a result dict, or
-    ``{"error": {...}}`` for an error answer. Answers synchronously from ``send``."""
-
-    name = "fake"
-
-    def __init__(self, handler: Callable[[str, dict], dict]) -> None:
-        self.handler = handler
-        self.sink: Any = None
-        self.sent: list[tuple[str, dict]] = []
-        self.auth_context: Any = None
-        self.lock = threading.Lock()
-
-    def start(self, sink: Any) -> None:
-        self.sink = sink
-
-    def configure(self, **_: Any) -> None:
-        pass
-
-    def abort(self, request_id: Any) -> bool:
-        return False
-
-    def close(self) -> None:
-        pass
-
-    def send(self, message: dict, *, headers: Any = None) -> None:
-        if "method" not in message or "id" not in message:
-            return
-        params = message.get("params") or {}
-        with self.lock:
-            self.sent.append((message["method"], params))
-        answer = self.handler(message["method"], params)
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
-        reply.update(answer if "error" in answer else {"result": answer})
-        self.sink.message(reply)
-
-    def count(self, method: str) -> int:
-        with self.lock:
-            return sum(1 for sent, _ in self.sent if sent == method)
 
 
 def fake_client(handler: Callable[[str, dict], dict], **options: Any) -> tuple[mcp_sync.Client, FakeTransport]:

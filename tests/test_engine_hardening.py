@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import pytest
 from helpers import wait_until
-from test_engine import Wire as BaseWire
+from wirekit import LockedWire
 
 import mcp_sync
 from mcp_sync import _engine, _threads, cancellation
@@ -29,20 +29,7 @@ LOAD_SERVER = str(Path(__file__).resolve().parent / "servers" / "load_server.py"
 pytestmark = pytest.mark.timeout(30)
 
 
-class Wire(BaseWire):
-    """test_engine's in-memory transport, thread-safe, plus the requests it carried."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.lock = threading.Lock()
-
-    def send(self, message: dict, *, headers: Any = None) -> None:
-        with self.lock:
-            self.sent.append(message)
-
-    def requests(self) -> list[dict]:
-        with self.lock:
-            return [m for m in self.sent if "id" in m and "method" in m]
+Wire = LockedWire
 
 
 class Call:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import socket
 import threading
 import time
@@ -15,13 +14,13 @@ import zlib
 from typing import Any, Iterator
 
 import pytest
-from helpers import self_signed_certificate
+from helpers import open_fds as all_fds
+from helpers import self_signed_certificate, wait_until
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import mcp_sync
 from mcp_sync.transports import _http_common
-from mcp_sync.transports import http as http_module
 from mcp_sync.transports.http import HttpTransport
 from mcp_sync.transports.sse import SseTransport
 
@@ -30,26 +29,13 @@ from httpkit import FakeServer, Reply, Request, answering, json_reply, result, s
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture(autouse=True)
-def _fresh_era_cache() -> None:
-    http_module._ERA_CACHE.clear()
-
 
 def mcp_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith("mcp_sync")]
 
 
 def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
-
-
-def wait_until(condition: Any, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
+    return len(all_fds())
 
 
 def close_while_blocked(transport: Any, blocked: Any) -> BaseException | None:

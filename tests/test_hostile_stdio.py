@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-from helpers import wait_until
+from helpers import process_gone, wait_until
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -43,42 +43,6 @@ def hostile(*extra: str, **options: Any) -> mcp_sync.Client:
 def hostile_with(*extra: str, **transport_options: Any) -> mcp_sync.Client:
     """A client whose StdioTransport gets options Client.stdio does not pass through."""
     return mcp_sync.Client(lambda: StdioTransport(PY, [HOSTILE, *extra], **transport_options), mode="legacy")
-
-
-def open_fds() -> dict[int, str]:
-    fds = {}
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            fds[int(name)] = os.readlink(f"/proc/self/fd/{name}")
-        except OSError:
-            pass
-    return fds
-
-
-def process_gone(pid: int) -> bool:
-    """True when ``pid`` no longer runs (a zombie waiting for its reaper counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except FileNotFoundError:
-        return True
-
-
-@pytest.fixture
-def nothing_left() -> Iterator[None]:
-    """Fail the test if it leaves an mcp_sync thread or a file descriptor behind."""
-    threads_before = set(threading.enumerate())
-    fds_before = open_fds()
-    yield
-    deadline = time.monotonic() + 5
-    while True:
-        threads = [t.name for t in threading.enumerate() if t not in threads_before and t.name.startswith("mcp_sync")]
-        fds = {fd: target for fd, target in open_fds().items() if fd not in fds_before}
-        if (not threads and not fds) or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    assert not threads, f"threads left running: {threads}"
-    assert not fds, f"file descriptors left open: {fds}"
 
 
 def within(seconds: float, work: Callable[[], Any]) -> Any:

@@ -28,10 +28,6 @@ from httpkit import FakeServer, Reply, Request, json_reply, result, sse_reply
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture(autouse=True)
-def _fresh_era_cache() -> None:
-    http_module._ERA_CACHE.clear()
-
 
 def _transport(client: mcp_sync.Client) -> HttpTransport:
     engine = client._engine

@@ -27,7 +27,6 @@ from helpers import self_signed_certificate
 from requests.adapters import HTTPAdapter
 
 import mcp_sync
-from mcp_sync.transports import http as http_module
 
 from httpkit import FakeServer, Reply, Request, result
 
@@ -42,11 +41,11 @@ ENV_VARS = (
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Each test sets exactly the variables it is about (and no real ~/.netrc is read)."""
+    """Each test sets exactly the variables it is about (and no real ~/.netrc is read); the era
+    cache is reset for every test by conftest.py."""
     for name in ENV_VARS:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
-    http_module._ERA_CACHE.clear()
 
 
 # -- a recording forward proxy --------------------------------------------------------------

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from helpers import wait_until
+from helpers import open_fds, wait_until
 
 import mcp_sync
 
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.timeout(600 if FULL else 120)
 
 
 def fd_count() -> int:
-    return len(os.listdir("/proc/self/fd"))
+    return len(open_fds())
 
 
 def child_pids() -> set[int]:

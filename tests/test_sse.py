@@ -17,10 +17,6 @@ from httpkit import FakeServer, Reply, Request, SsePeer, sse_reply
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture(autouse=True)
-def _fresh_era_cache() -> None:
-    http_module._ERA_CACHE.clear()
-
 
 def test_sse_transport_against_everything(everything_sse_url: str, no_leaks: None) -> None:
     """LG14: GET the stream, POST to the endpoint event's URL, answers arrive on the stream."""

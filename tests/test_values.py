@@ -18,7 +18,7 @@ from typing import Any, Callable
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from test_cache import FakeTransport
+from wirekit import FakeTransport
 
 import mcp_sync
 
