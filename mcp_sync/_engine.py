@@ -758,8 +758,11 @@ class Engine:
         else:
             self._answer(request_id, result=result)
 
-    def _answer(self, request_id: Any, *, result: Any = None, error: dict[str, Any] | None = None) -> None:
-        """Send one answer; an answer JSON cannot carry becomes an error answer. Never raises."""
+    def _answer(
+        self, request_id: Any, *, result: Any = None, error: dict[str, Any] | None = None, fallback: bool = False
+    ) -> None:
+        """Send one answer; an answer JSON cannot carry becomes an error answer (``fallback``),
+        so the server always gets one. Never raises."""
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
         bad = non_finite_path(error if error is not None else result, "error" if error is not None else "result")
         if bad is not None:
@@ -775,10 +778,12 @@ class Engine:
             log.debug("mcp_sync: could not answer server request %r: %s", request_id, exc)
         except Exception as exc:  # the value cannot be encoded (not JSON, too deep): say so to the server
             log.error("mcp_sync: the answer to server request %r cannot be sent: %s", request_id, exc)
-            if "error" in message and message["error"].get("code") == INTERNAL_ERROR:
-                return  # already the fallback
-            fallback = {"code": INTERNAL_ERROR, "message": f"client handler returned an invalid value: {exc}"}
-            self._answer(request_id, error=fallback)
+            if fallback:  # the transport refuses even the plain error answer: nothing more to try
+                return
+            # Not judged by the error's code: a handler's own -32603 refusal with data JSON cannot
+            # carry was once taken for the fallback and left the server waiting (#22.7).
+            replacement = {"code": INTERNAL_ERROR, "message": f"client handler returned an invalid value: {exc}"}
+            self._answer(request_id, error=replacement, fallback=True)
 
 
 def _is_number(value: Any) -> bool:

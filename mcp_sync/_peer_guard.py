@@ -22,7 +22,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from .exceptions import AuthorizationError
-from .transports._http_common import _TrackedHTTPConnection, _TrackedHTTPSConnection
+from .transports._http_common import _TrackedHTTPConnection, _TrackedHTTPSConnection, close_pools_on_clear
 
 _current = threading.local()  # (policy, url, step) of the request this thread is making, or None
 
@@ -101,3 +101,7 @@ class PeerCheckingAdapter(HTTPAdapter):
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = {"http": _CheckedPool, "https": _CheckedHTTPSPool}
+        close_pools_on_clear(self.poolmanager)  # closing the session closes the connections (#22.4)
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        return close_pools_on_clear(super().proxy_manager_for(proxy, **proxy_kwargs))

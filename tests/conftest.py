@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -130,3 +130,45 @@ def no_leaks() -> Iterator[None]:
             break
         time.sleep(0.05)
     assert not extra, f"threads left running: {[t.name for t in extra]}"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_process_state() -> Iterator[None]:
+    """Every test starts and ends with the process-wide state empty (#22.10): the per-origin
+    era cache of the HTTP transport (mcp_sync.transports.http._ERA_CACHE)."""
+    from mcp_sync.transports import http as http_module
+
+    http_module._ERA_CACHE.clear()
+    yield
+    http_module._ERA_CACHE.clear()
+
+
+@pytest.fixture
+def world() -> Iterator[Any]:
+    """The OAuth test world (tests/oauthkit.py): a resource server and an authorization server."""
+    from oauthkit import World
+
+    from httpkit import FakeServer
+
+    with FakeServer("modern") as rs, FakeServer("modern") as auth:
+        yield World(rs, auth)
+
+
+@pytest.fixture
+def nothing_left() -> Iterator[None]:
+    """Fail the test if it leaves an mcp_sync thread or a file descriptor behind (``no_leaks``
+    checks threads only)."""
+    threads_before = set(threading.enumerate())
+    from helpers import open_fds
+
+    fds_before = open_fds()
+    yield
+    deadline = time.monotonic() + 5
+    while True:
+        threads = [t.name for t in threading.enumerate() if t not in threads_before and t.name.startswith("mcp_sync")]
+        fds = {fd: target for fd, target in open_fds().items() if fd not in fds_before}
+        if (not threads and not fds) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert not threads, f"threads left running: {threads}"
+    assert not fds, f"file descriptors left open: {fds}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import queue
 import ssl
 import threading
 import time
@@ -229,3 +230,75 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     do_GET = do_POST = do_DELETE = _handle
+
+
+class SsePeer:
+    """A scripted HTTP+SSE (2024-11-05) server on a FakeServer: GET opens the event stream
+    (first the endpoint event), POSTs to /message are recorded in ``posted`` and answered on
+    the stream. tools/call "echo" echoes its arguments, "hang" is never answered, "drop" ends
+    the stream at once (a server dropping the session); ``drop()`` does so from the test."""
+
+    def __init__(self, fake: FakeServer) -> None:
+        self.fake = fake
+        self.posted: list[dict[str, Any]] = []
+        self.events: queue.Queue[bytes | None] = queue.Queue()
+        self.stop = threading.Event()
+        self.streams = 0
+        fake.override = self._answer
+
+    def __enter__(self) -> SsePeer:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()  # ends the stream generators still running
+
+    def drop(self) -> None:
+        self.events.put(None)
+
+    def seen(self, method: str) -> list[dict[str, Any]]:
+        with self.fake.lock:
+            return [m for m in self.posted if m.get("method") == method]
+
+    def _stream(self) -> Iterable[bytes]:
+        yield b"event: endpoint\ndata: /message?s=1\n\n"
+        while not self.stop.is_set():
+            try:
+                item = self.events.get(timeout=0.2)
+            except queue.Empty:
+                yield b": ping\n\n"  # finds a stream the client has closed
+                continue
+            if item is None:
+                return
+            yield b"event: message\ndata: " + item + b"\n\n"
+
+    def _send(self, message: dict[str, Any]) -> None:
+        self.events.put(json.dumps(message).encode())
+
+    def _answer(self, request: Request) -> Reply | None:
+        if request.method == "GET":
+            self.streams += 1
+            return Reply(200, {"Content-Type": "text/event-stream"}, self._stream())
+        if request.method != "POST" or not request.path.startswith("/message"):
+            return Reply(404)
+        message = request.json
+        with self.fake.lock:
+            self.posted.append(message)
+        method, params = message.get("method"), message.get("params") or {}
+        if "id" not in message or method is None:
+            return Reply(202)
+        if method == "initialize":
+            self._send({"jsonrpc": "2.0", "id": message["id"], "result": {
+                "protocolVersion": params.get("protocolVersion", "2024-11-05"), "capabilities": {"tools": {}},
+                "serverInfo": {"name": "sse-peer", "version": "1"}}})
+        elif method == "tools/list":
+            self._send({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": self.fake.tools}})
+        elif method == "tools/call" and params.get("name") == "echo":
+            text = json.dumps(params.get("arguments"), sort_keys=True)
+            self._send({"jsonrpc": "2.0", "id": message["id"], "result": {"content": [{"type": "text", "text": text}]}})
+        elif method == "tools/call" and params.get("name") == "drop":
+            self.drop()
+        elif method == "tools/call" and params.get("name") == "hang":
+            pass
+        else:
+            self._send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+        return Reply(202)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
-import threading
-import time
-from typing import Any, Callable
+from typing import Any
+
+from helpers import in_thread, wait_until
 
 import mcp_sync
+
+__all__ = ["gone", "in_thread", "server_pid", "transport_of", "wait_for"]
 
 
 def server_pid(client: mcp_sync.Client) -> int | None:
@@ -35,26 +37,4 @@ def gone(pid: int | None) -> bool:
     return False
 
 
-def wait_for(predicate: Callable[[], bool], seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
-
-
-def in_thread(function: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
-    """Run ``function`` on a thread; the dict gets "value" or "error", and "at" (when it ended)."""
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = function()
-        except BaseException as exc:
-            box["error"] = exc
-        box["at"] = time.monotonic()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread, box
+wait_for = wait_until  # the one wait helper lives in helpers.py (#22.10)

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers import env_without_coverage
 
 import mcp_sync
 from mcp_sync import models
@@ -49,7 +50,9 @@ def test_import_is_light() -> None:
         "import sys, threading; import mcp_sync;"
         f"print([m for m in {heavy!r} if m in sys.modules], threading.active_count())"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env_without_coverage()
+    ).stdout
     assert out.split() == ["[]", "1"], out
 
 

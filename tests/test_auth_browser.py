@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import io
-import socket
 import threading
 import time
 import webbrowser
@@ -15,7 +14,8 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 import requests
-from test_auth import World
+from helpers import ipv6_loopback_usable
+from oauthkit import World
 
 import mcp_sync
 from mcp_sync.auth import browser_authorize
@@ -76,8 +76,8 @@ def authorization_url(server: FakeServer, redirect_uri: str, state: str = "st4te
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "[::1]"])
 def test_catches_the_redirect(browser: Browser, authorization_server: FakeServer, host: str) -> None:
-    if host == "[::1]" and not socket.has_ipv6:
-        pytest.skip("no IPv6 on this machine")
+    if host == "[::1]" and not ipv6_loopback_usable():  # #22.8: can ::1 be bound, not a compile-time flag
+        pytest.skip("::1 cannot be bound on this machine (no IPv6 loopback)")
     redirect_uri = f"http://{host}:{free_port()}/callback"
     landed = browser_authorize(authorization_url(authorization_server, redirect_uri), timeout=5)
     assert landed == f"{redirect_uri}?code=the-code&state=st4te"

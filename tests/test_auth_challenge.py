@@ -9,6 +9,7 @@ headers the new parser agrees with the old one (kept here as the reference).
 from __future__ import annotations
 
 import re
+import sys
 import time
 
 from hypothesis import HealthCheck, given, settings
@@ -46,7 +47,10 @@ def old_parse(header: str | None) -> dict[str, str]:
 MAX_BYTES = 1024 * 1024
 #: Seconds one header of up to 1 MB may take. Linear parsing measures ~0.6 s per MB at worst
 #: (a header made of tiny parameters) on an idle core; the old parser needed 14 s for 60 KB.
-BOUND_S = 5.0
+# Linear parsing of a megabyte takes well under a second; the quadratic regression took 14 s for
+# 60 KB (hours for a megabyte). Under a tracer (coverage) everything runs several times slower:
+# the bound grows with it and still separates the two by orders of magnitude (#22.6).
+BOUND_S = 5.0 if sys.gettrace() is None and "coverage" not in sys.modules else 20.0
 
 PIECES = [
     " ",

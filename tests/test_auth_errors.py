@@ -4,24 +4,18 @@ that still fails is an InsufficientScopeError with the scope and the server's ex
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
-from test_auth import World, follow
+from oauthkit import World, follow
 
 import mcp_sync
 
-from httpkit import FakeServer, Reply, Request, json_reply
+from httpkit import Reply, Request, json_reply
 
 pytestmark = pytest.mark.timeout(20)
 
 SECRET = "s3cr3t-never-shown"
-
-
-@pytest.fixture
-def world() -> Iterator[World]:
-    with FakeServer("modern") as rs, FakeServer("modern") as auth:
-        yield World(rs, auth)
 
 
 def failing(world: World, **options: Any) -> mcp_sync.AuthorizationError:

@@ -16,7 +16,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from test_auth import World
+from oauthkit import World
 
 import mcp_sync
 

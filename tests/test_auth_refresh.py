@@ -4,14 +4,14 @@ for tokens living under two minutes; by one thread for many; and still on a 401.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from typing import Any, Iterator
 
 import pytest
+from helpers import run_workers
 from hypothesis import given
 from hypothesis import strategies as st
-from test_auth import World, follow
+from oauthkit import World, follow
 
 import mcp_sync
 from mcp_sync.auth import REFRESH_MARGIN, refresh_due
@@ -72,20 +72,7 @@ def test_eight_threads_one_early_refresh(world: ExpiringWorld, no_leaks: None) -
         time.sleep(1.1)  # now inside the margin, still valid
         world.token_delay = 0.3  # a slow token endpoint: the other threads must wait, not refresh too
         start = time.monotonic()
-        errors: list[BaseException] = []
-
-        def call() -> None:
-            try:
-                client.call_tool("echo", {})
-            except BaseException as exc:
-                errors.append(exc)
-
-        threads = [threading.Thread(target=call) for _ in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(20)
-        assert not errors
+        run_workers(client.call_tool, [("echo", {})] * 8, timeout=20)  # each worker must finish, none may raise
     grants = [t["grant_type"] for t in world.calls("token")]
     assert grants == ["authorization_code", "refresh_token"]  # exactly one refresh for the 8 threads
     new = f"Bearer at-{len(world.log)}"

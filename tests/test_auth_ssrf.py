@@ -13,7 +13,7 @@ import socket
 from typing import Any, Callable, Iterator
 
 import pytest
-from test_auth import World, follow
+from oauthkit import World, follow
 
 import mcp_sync
 from mcp_sync._oauth_flow import UrlPolicy, address_kind
@@ -79,12 +79,6 @@ def blocked(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
     monkeypatch.setattr(socket, "create_connection", create_connection)
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
     yield attempts
-
-
-@pytest.fixture
-def world() -> Iterator[World]:
-    with FakeServer("modern") as rs, FakeServer("modern") as auth:
-        yield World(rs, auth)
 
 
 def challenge_with(world: World, resource_metadata: str) -> Callable[[Request], Reply | None]:

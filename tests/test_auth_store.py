@@ -11,15 +11,14 @@ import os
 import stat
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-from test_auth import World, follow
+from helpers import run_workers
+from oauthkit import World, follow
 
 import mcp_sync
 from mcp_sync.auth import FileTokenStore
-
-from httpkit import FakeServer
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -106,11 +105,7 @@ def test_threads_lose_no_update(tmp_path: Path) -> None:
         for n in range(15):
             store.save(f"https://as-{t}-{n}", state(n))
 
-    threads = [threading.Thread(target=writer, args=(t,)) for t in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(20)
+    run_workers(writer, [(t,) for t in range(8)], timeout=20)
     issuers = json.loads((tmp_path / "tokens.json").read_text())["issuers"]
     assert len(issuers) == 8 * 15
 
@@ -162,12 +157,6 @@ def test_processes_updating_one_issuer_lose_no_resource(tmp_path: Path) -> None:
 
 
 # -- with OAuth ------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def world() -> Iterator[World]:
-    with FakeServer("modern") as rs, FakeServer("modern") as auth:
-        yield World(rs, auth)
 
 
 def test_tokens_survive_a_restart_and_never_show(

@@ -6,27 +6,19 @@ Each test names the checklist items it covers.
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any, Callable
 
 import pytest
+from helpers import run_workers
+from wirekit import DISCOVER, FakeTransport
 
 import mcp_sync
 from mcp_sync._protocol.cache import ResultCache, params_key
-from mcp_sync.transports.base import BaseTransport
 
 from conftest import PY, fault_args
 
 pytestmark = pytest.mark.timeout(60)
-
-DISCOVER = {
-    "resultType": "complete",
-    "supportedVersions": ["2026-07-28"],
-    "capabilities": {"tools": {"listChanged": True}, "resources": {"subscribe": True}},
-    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "1"}},
-}
-
 
 def fault(*extra: str, **options: Any) -> mcp_sync.Client:
     return mcp_sync.Client.stdio(PY, fault_args(*extra), **options)
@@ -35,47 +27,6 @@ def fault(*extra: str, **options: Any) -> mcp_sync.Client:
 def received(client: mcp_sync.Client) -> int:
     """Requests the fault server has received, this counter call included."""
     return int(client.call_tool("counter").text)
-
-
-class FakeTransport(BaseTransport):
-    """An in-memory Transport: ``handler(method, params)`` returns a result dict, or
-    ``{"error": {...}}`` for an error answer. Answers synchronously from ``send``."""
-
-    name = "fake"
-
-    def __init__(self, handler: Callable[[str, dict], dict]) -> None:
-        self.handler = handler
-        self.sink: Any = None
-        self.sent: list[tuple[str, dict]] = []
-        self.auth_context: Any = None
-        self.lock = threading.Lock()
-
-    def start(self, sink: Any) -> None:
-        self.sink = sink
-
-    def configure(self, **_: Any) -> None:
-        pass
-
-    def abort(self, request_id: Any) -> bool:
-        return False
-
-    def close(self) -> None:
-        pass
-
-    def send(self, message: dict, *, headers: Any = None) -> None:
-        if "method" not in message or "id" not in message:
-            return
-        params = message.get("params") or {}
-        with self.lock:
-            self.sent.append((message["method"], params))
-        answer = self.handler(message["method"], params)
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
-        reply.update(answer if "error" in answer else {"result": answer})
-        self.sink.message(reply)
-
-    def count(self, method: str) -> int:
-        with self.lock:
-            return sum(1 for sent, _ in self.sent if sent == method)
 
 
 def fake_client(handler: Callable[[str, dict], dict], **options: Any) -> tuple[mcp_sync.Client, FakeTransport]:
@@ -98,16 +49,40 @@ def tools_page(names: list[str], ttl: int | None = 60_000, scope: str = "public"
 
 
 def test_ttl_50ms_reused_within_refetched_after(no_leaks: None) -> None:
-    """C3: a 50 ms ttlMs is reused within it and re-fetched after; counted server-side."""
+    """C3: a 50 ms ttlMs is reused within it and re-fetched after; counted server-side.
+
+    The cache's clock is the test's (#22.6): "within" and "after" do not depend on how soon a
+    loaded machine runs the next line (the real clock is covered by test_ttl_on_the_real_clock)."""
     with fault("--era", "modern", "--ttl-ms", "50") as client:
+        now = [1000.0]
+        cache = client._session.cache
+        assert cache is not None
+        cache._clock = lambda: now[0]
         before = received(client)
         first = client.list_tools()
-        again = client.list_tools()  # microseconds later: well inside 50 ms
+        now[0] += 0.049  # still inside 50 ms
+        again = client.list_tools()
         assert first.ttl_ms == 50 and [t.name for t in again] == [t.name for t in first]
         assert received(client) == before + 2  # one tools/list, then this counter call
-        time.sleep(0.15)
+        now[0] += 0.001  # received + ttl: stale
         client.list_tools()
         assert received(client) == before + 4  # stale: fetched again
+
+
+def test_ttl_on_the_real_clock(no_leaks: None) -> None:
+    """C3 on the real clock, with margins a loaded machine keeps: a 2 s ttlMs is reused by a
+    call made at once (fixed: reused; a cache that never stores fetches again), and fetched
+    again once 2.2 s have passed since the answer (a cache that never expires does not)."""
+    with fault("--era", "modern", "--ttl-ms", "2000") as client:
+        before = received(client)
+        client.list_tools()
+        answered = time.monotonic()
+        client.list_tools()  # at once: 2 s of margin
+        assert received(client) == before + 2
+        time.sleep(max(0.0, answered + 2.2 - time.monotonic()))
+        count = received(client)
+        client.list_tools()
+        assert received(client) == count + 2  # stale: fetched again (and the counter call)
 
 
 def test_per_call_modes_and_cache_off(no_leaks: None) -> None:
@@ -298,25 +273,16 @@ def test_result_cache_unit() -> None:
 
 def test_result_cache_is_thread_safe() -> None:
     cache = ResultCache()
-    errors: list[BaseException] = []
 
     def worker(n: int) -> None:
-        try:
-            for i in range(300):
-                page = {"tools": [], "ttlMs": 10_000, "cacheScope": "public"}
-                cache.put("tools/list", {"cursor": str(i % 7)}, None, page, generation=cache.generation)
-                cache.get("tools/list", {"cursor": str(i % 5)}, None)
-                if i % 50 == n:
-                    cache.notification("notifications/tools/list_changed", {})
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+        for i in range(300):
+            page = {"tools": [], "ttlMs": 10_000, "cacheScope": "public"}
+            cache.put("tools/list", {"cursor": str(i % 7)}, None, page, generation=cache.generation)
+            cache.get("tools/list", {"cursor": str(i % 5)}, None)
+            if i % 50 == n:
+                cache.notification("notifications/tools/list_changed", {})
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
-    assert not errors
+    run_workers(worker, [(n,) for n in range(4)], timeout=30)
     assert len(cache) <= 7
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from test_checklist_wire import Peer, text
+from wirekit import Peer, text
 
 import mcp_sync
 

@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 import pytest
-from test_auth import World, follow
+from oauthkit import World, follow
 
 import mcp_sync
 from mcp_sync.auth import MemoryTokenStore

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import run_workers, wait_until
+from wirekit import Peer, text
 
 import mcp_sync
 
-from conftest import PY, SDK_SERVER, fault_args
+from conftest import PY, SDK_SERVER
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -26,41 +28,8 @@ META_CAPS = "io.modelcontextprotocol/clientCapabilities"
 TASKS = "io.modelcontextprotocol/tasks"
 
 
-class Peer:
-    """A fault server with a wire log and an optional script."""
-
-    def __init__(self, tmp_path: Path, script: dict | None = None, *extra: str) -> None:
-        self.log = tmp_path / "sent.jsonl"
-        self.log.touch()
-        self.args = [*fault_args("--log", str(self.log), *extra)]
-        if script is not None:
-            path = tmp_path / "script.json"
-            path.write_text(json.dumps(script), encoding="utf-8")
-            self.args += ["--script", str(path)]
-
-    def client(self, **options: Any) -> mcp_sync.Client:
-        return mcp_sync.Client.stdio(PY, self.args, **options)
-
-    def sent(self) -> list[Any]:
-        lines = self.log.read_text(encoding="utf-8").splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
-
-    def requests(self, method: str | None = None) -> list[dict]:
-        return [m for m in self.sent() if isinstance(m, dict) and "id" in m and "method" in m
-                and (method is None or m["method"] == method)]
-
-
-def text(body: str) -> dict:
-    return {"resultType": "complete", "content": [{"type": "text", "text": body}], "isError": False}
-
-
 def wait_for(predicate: Any, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return bool(predicate())
+    return wait_until(predicate, timeout)
 
 
 # -- messages -------------------------------------------------------------------------
@@ -74,11 +43,7 @@ def test_j1_request_ids_are_never_null_and_never_reused(tmp_path: Path, mode: st
     with peer.client(mode=mode) as client:
         with pytest.raises(mcp_sync.RequestTimeout):
             client.call_tool("slow", {"seconds": 5}, timeout=0.2)
-        threads = [threading.Thread(target=client.call_tool, args=("echo", {"text": str(i)})) for i in range(16)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(20)
+        run_workers(client.call_tool, [("echo", {"text": str(i)}) for i in range(16)], timeout=20)
         client.list_tools()
         client.call_tool("echo", {"text": "last"})
     ids = [m["id"] for m in peer.requests()]

@@ -20,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -112,12 +113,46 @@ def run_suite(env: dict[str, str], scenarios: list[str]) -> tuple[dict[str, str]
     return verdicts, run.stdout + run.stderr[-3000:]
 
 
+#: Scenarios whose checks are timing windows a loaded 2-core machine can miss (sse-retry wants the
+#: reconnect 450-700 ms after the close). Only these may pass on a rerun; each such pass is
+#: reported (a warning in the run's summary), never silent.
+TIMING_WINDOWS = frozenset({"sse-retry"})
+
+
+def judge(first: dict[str, str], again: dict[str, str]) -> tuple[list[str], list[str]]:
+    """Decide a line from its first run and the rerun of what failed: ``(failures, flaky)``.
+
+    A first-run failure fails the test (#22.5), unless the scenario is a timing window that
+    passed when run again alone: that is listed in ``flaky`` and reported. A scenario that
+    failed and passed alone is still a failure when it is not a timing window (the rerun only
+    tells the message whether it is flaky or failing steadily)."""
+    failures, flaky = [], []
+    for name in sorted(n for n, status in first.items() if status != "PASS"):
+        if name in TIMING_WINDOWS and again.get(name) == "PASS":
+            flaky.append(name)
+        elif again.get(name) == "PASS":
+            failures.append(f"{name} (failed on the first run, passed alone: flaky)")
+        else:
+            failures.append(f"{name} (failed twice)")
+    return failures, flaky
+
+
+def test_judge_counts_first_run_failures() -> None:
+    """#22.5: a rerun pass hides nothing, except a declared timing window, which is reported."""
+    assert judge({"a": "PASS", "sse-retry": "PASS"}, {}) == ([], [])
+    assert judge({"a": "FAIL"}, {"a": "PASS"}) == (["a (failed on the first run, passed alone: flaky)"], [])
+    assert judge({"a": "FAIL"}, {"a": "FAIL"}) == (["a (failed twice)"], [])
+    assert judge({"sse-retry": "FAIL"}, {"sse-retry": "PASS"}) == ([], ["sse-retry"])
+    assert judge({"sse-retry": "FAIL"}, {}) == (["sse-retry (failed twice)"], [])
+
+
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("line", list(LINES))
 def test_conformance_scenarios(line: str) -> None:
-    """Every listed scenario passes. A scenario that fails is run once more, alone, since some
-    checks are timing windows (sse-retry wants the reconnect 450-700 ms after the close) that a
-    loaded 2-core machine can miss; the output of both runs is in the failure message."""
+    """Every listed scenario passes on the first run. What fails is run once more, alone, to
+    tell a flake from a steady failure; either way it fails the test (see :func:`judge`),
+    except a timing-window scenario (TIMING_WINDOWS) that passes alone: that is reported as a
+    warning in the run's summary. The output of both runs is in the failure message."""
     env_extra, scenarios = LINES[line]
     # the client imports this checkout's mcp_sync, installed or not
     pythonpath = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
@@ -125,7 +160,9 @@ def test_conformance_scenarios(line: str) -> None:
     verdicts, output = run_suite(env, scenarios)
     assert set(verdicts) == set(scenarios), f"missing verdicts:\n{output}"
     failed = sorted(name for name, status in verdicts.items() if status != "PASS")
-    if failed:
-        again, output_again = run_suite(env, failed)
-        still = sorted(name for name in failed if again.get(name) != "PASS")
-        assert not still, f"failed twice: {still}\nfirst run:\n{output}\nsecond run:\n{output_again}"
+    again, output_again = run_suite(env, failed) if failed else ({}, "")
+    failures, flaky = judge(verdicts, again)
+    if flaky:
+        warnings.warn(f"conformance {line}: {flaky} failed on the first run and passed alone (timing window):\n"
+                      f"{output[-2000:]}", stacklevel=1)
+    assert not failures, f"{line}: {failures}\nfirst run:\n{output}\nsecond run:\n{output_again}"

@@ -8,33 +8,11 @@ import threading
 from typing import Any
 
 import pytest
+from wirekit import Wire
 
 import mcp_sync
 from mcp_sync._engine import Engine
-from mcp_sync.transports.base import BaseTransport
-
-
-class Wire(BaseTransport):
-    """An in-memory transport: records what is sent, answers nothing by itself."""
-
-    name = "wire"
-
-    def __init__(self) -> None:
-        self.sink: Any = None
-        self.sent: list[dict] = []
-
-    def start(self, sink: Any) -> None:
-        self.sink = sink
-
-    def send(self, message: dict, *, headers: Any = None) -> None:
-        self.sent.append(message)
-
-    def abort(self, request_id: Any) -> bool:
-        return False
-
-    def configure(self, **_: Any) -> None: ...
-
-    def close(self) -> None: ...
+from mcp_sync.transports.base import BaseTransport  # noqa: F401
 
 
 def random_json(rng: random.Random, depth: int = 0) -> Any:

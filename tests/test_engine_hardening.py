@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from test_engine import Wire as BaseWire
+from helpers import wait_until
+from wirekit import LockedWire
 
 import mcp_sync
 from mcp_sync import _engine, _threads, cancellation
@@ -28,20 +29,7 @@ LOAD_SERVER = str(Path(__file__).resolve().parent / "servers" / "load_server.py"
 pytestmark = pytest.mark.timeout(30)
 
 
-class Wire(BaseWire):
-    """test_engine's in-memory transport, thread-safe, plus the requests it carried."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.lock = threading.Lock()
-
-    def send(self, message: dict, *, headers: Any = None) -> None:
-        with self.lock:
-            self.sent.append(message)
-
-    def requests(self) -> list[dict]:
-        with self.lock:
-            return [m for m in self.sent if "id" in m and "method" in m]
+Wire = LockedWire
 
 
 class Call:
@@ -76,10 +64,7 @@ def started_engine(wire: Wire | None = None, **kwargs: Any) -> tuple[Wire, Engin
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.005)
+    assert wait_until(predicate, timeout, interval=0.005), "condition not reached"
 
 
 def deep_list(depth: int) -> list:
@@ -374,7 +359,7 @@ def test_close_releases_every_waiter_before_the_server_is_gone(no_leaks: None) -
     threads = [threading.Thread(target=wait_forever, daemon=True) for _ in range(8)]
     for thread in threads:
         thread.start()
-    time.sleep(0.3)
+    wait_for(lambda: len(client._engine._pending) == 8, timeout=10)  # type: ignore[union-attr]  # all 8 sent
     closing = time.monotonic()
     client.close()
     closed = time.monotonic()
@@ -383,7 +368,8 @@ def test_close_releases_every_waiter_before_the_server_is_gone(no_leaks: None) -
     assert len(calls) == 8
     assert all(isinstance(error, mcp_sync.ConnectionClosed) for _, error in calls)
     released = max(at for at, _ in calls if at is not None) - closing
-    assert released < 0.5, f"waiters released {released:.2f} s after close() began"
+    # fixed: released at once (milliseconds); the regression waits for the server's 3 s exit
+    assert released < 1.5, f"waiters released {released:.2f} s after close() began"
     assert closed - closing < 8  # close() itself stays bounded (shutdown waits, then signals)
 
 
@@ -603,19 +589,25 @@ def test_server_requests_beyond_the_bound_are_refused_not_threaded() -> None:
 
 
 def test_the_deadline_counts_from_before_the_write() -> None:
-    """#8.1 (engine part): the timeout only started once the write had returned."""
+    """#8.1 (engine part): the timeout only started once the write had returned.
+
+    The write takes 1.2 s against a 1.0 s timeout (#22.6): fixed, the deadline has passed
+    when the write returns and the call ends at once; the regression waits a whole second
+    more. The bound, 0.5 s after the write returned, leaves 0.5 s either way."""
+    written: list[float] = []
 
     class SlowWire(Wire):
         def send(self, message: dict, *, headers: Any = None) -> None:
             if "id" in message:  # the request (not the cancellation after it)
-                time.sleep(0.6)  # a pipe the server is slow to drain
+                time.sleep(1.2)  # a pipe the server is slow to drain
+                written.append(time.monotonic())
             super().send(message, headers=headers)
 
     _, engine = started_engine(SlowWire())
-    started = time.monotonic()
     with pytest.raises(mcp_sync.RequestTimeout):
-        engine.request("tools/list", {}, timeout=0.4)
-    assert time.monotonic() - started < 0.9  # 0.6 s writing + at most a moment, not 0.6 + 0.4
+        engine.request("tools/list", {}, timeout=1.0)
+    after_write = time.monotonic() - written[0]
+    assert after_write < 0.5, f"the call ended {after_write:.2f} s after the write (the regression: 1.0 s)"
     engine.close()
 
 
@@ -653,3 +645,65 @@ def test_a_cancellation_write_that_blocks_never_holds_the_caller() -> None:
         release.set()
         engine.close()
     assert not [t for t in threading.enumerate() if t.name.startswith("mcp_sync-cancel")]
+
+
+# -- #22.7: error paths that decide whether somebody hangs ------------------------------------------
+
+
+class EncodingWire(Wire):
+    """Encodes like a real transport: what JSON cannot carry raises before anything is sent."""
+
+    def send(self, message: dict, *, headers: Any = None) -> None:
+        json.dumps(message, allow_nan=False)
+        super().send(message, headers=headers)
+
+
+@pytest.mark.parametrize(
+    "behaviour",
+    ["returns a set", "refuses with unencodable data", "refuses as internal error with unencodable data"],
+)
+def test_an_answer_that_cannot_be_encoded_still_answers_the_server(behaviour: str) -> None:
+    """#22.7: a handler's answer JSON cannot carry (a result, or the data of its refusal) is
+    replaced by an error answer: the server always gets one, or it waits for ever. The third
+    case was the hole: a refusal coded -32603 whose data cannot be encoded was taken for the
+    fallback itself and dropped without an answer."""
+
+    def handler(method: str, params: dict) -> Any:
+        if behaviour == "returns a set":
+            return {"roots": {1, 2}}
+        code = -32603 if "internal" in behaviour else -32000
+        raise mcp_sync.ServerRequestError("no", code=code, data={"x": object()})
+
+    wire, engine = started_engine(EncodingWire(), on_server_request=handler)
+    try:
+        engine.message({"jsonrpc": "2.0", "id": "s1", "method": "roots/list"})
+        wait_for(lambda: any(m.get("id") == "s1" for m in wire.sent))
+        answers = [m for m in wire.sent if m.get("id") == "s1"]
+        assert len(answers) == 1 and answers[0]["error"]["code"] == -32603, answers
+        assert "result" not in answers[0]
+    finally:
+        engine.close()
+
+
+def test_the_timeout_fires_once_progress_stops() -> None:
+    """#22.7: with reset_timeout_on_progress, each progress restarts the 0.4 s timeout; when
+    progress stops, the call times out 0.4 s after the last one. Fixed: about 0.4 s after it;
+    the regression (the timer no longer running) waits for max_total_timeout, 20 s. The
+    bound, 3 s, leaves 2.6 s of margin on a loaded machine and 17 s to the regression."""
+    wire, engine = started_engine()
+    try:
+        call = Call(engine, timeout=0.4, reset_timeout_on_progress=True, max_total_timeout=20)
+        wait_for(lambda: bool(wire.requests()))
+        token = wire.requests()[0]["params"]["_meta"]["progressToken"]
+        feed_progress(engine, token, 4, 0.15).join()  # 0.6 s of progress: past the first 0.4 s
+        last_progress = time.monotonic()
+        assert call.ended_at is None, call.error
+        call.join(10)
+        assert isinstance(call.error, mcp_sync.RequestTimeout), call.error
+        assert "of the last progress notification" in str(call.error)
+        assert call.ended_at is not None
+        after = call.ended_at - last_progress
+        assert after < 3, f"timed out {after:.2f} s after the last progress"
+        assert after >= 0.3  # and not before its 0.4 s had passed
+    finally:
+        engine.close()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import run_workers
 
 import mcp_sync
 
@@ -79,38 +80,40 @@ def test_mrtr_state_echoed_and_never_mixed() -> None:
         def call(tag: str) -> None:
             results[tag] = json.loads(client.call_tool("mrtr_ask", {"tag": tag}).text)
 
-        threads = [threading.Thread(target=call, args=(f"t{i}",)) for i in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(20)
+        run_workers(call, [(f"t{i}",) for i in range(8)], timeout=20)
         assert sorted(results) == [f"t{i}" for i in range(8)]
         for tag, body in results.items():
             assert body == {"tag": tag, "responses": {"name": {"action": "accept", "content": {"name": "Zed"}}}}
 
 
 def test_mrtr_several_requests_answered_concurrently() -> None:
-    """R6: every inputRequests entry is answered, keyed like the request; handlers overlap."""
-    active, peak = [0], [0]
-    lock = threading.Lock()
+    """R6: every inputRequests entry is answered, keyed like the request; handlers overlap.
+
+    Each handler waits (up to 5 s) at a barrier for the other: answered one after the other,
+    the first one's wait breaks and the overlap is not recorded (#22.2: the overlap is asserted)."""
+    both = threading.Barrier(2, timeout=5)
+    met: list[str] = []
+
+    def meet(name: str) -> None:
+        try:
+            both.wait()
+            met.append(name)
+        except threading.BrokenBarrierError:
+            pass
 
     def sampling(params: dict) -> dict:
-        with lock:
-            active[0] += 1
-            peak[0] = max(peak[0], active[0])
-        time.sleep(0.3)
-        with lock:
-            active[0] -= 1
+        meet("sampling")
         return {"role": "assistant", "content": {"type": "text", "text": "yo"}, "model": "m"}
 
     def roots() -> list[str]:
-        time.sleep(0.3)
+        meet("roots")
         return ["file:///tmp/project"]
 
     with fault(on_sampling=sampling, on_roots=roots) as client:
         body = json.loads(client.call_tool("mrtr_many", {"tag": "x"}).text)
     assert body["responses"]["roots"] == {"roots": [{"uri": "file:///tmp/project"}]}
     assert body["responses"]["llm"]["content"]["text"] == "yo"
+    assert sorted(met) == ["roots", "sampling"], "the two handlers did not run at the same time"
 
 
 def test_mrtr_round_bound() -> None:

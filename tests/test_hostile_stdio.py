@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
+from helpers import process_gone, wait_until
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -42,42 +43,6 @@ def hostile(*extra: str, **options: Any) -> mcp_sync.Client:
 def hostile_with(*extra: str, **transport_options: Any) -> mcp_sync.Client:
     """A client whose StdioTransport gets options Client.stdio does not pass through."""
     return mcp_sync.Client(lambda: StdioTransport(PY, [HOSTILE, *extra], **transport_options), mode="legacy")
-
-
-def open_fds() -> dict[int, str]:
-    fds = {}
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            fds[int(name)] = os.readlink(f"/proc/self/fd/{name}")
-        except OSError:
-            pass
-    return fds
-
-
-def process_gone(pid: int) -> bool:
-    """True when ``pid`` no longer runs (a zombie waiting for its reaper counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except FileNotFoundError:
-        return True
-
-
-@pytest.fixture
-def nothing_left() -> Iterator[None]:
-    """Fail the test if it leaves an mcp_sync thread or a file descriptor behind."""
-    threads_before = set(threading.enumerate())
-    fds_before = open_fds()
-    yield
-    deadline = time.monotonic() + 5
-    while True:
-        threads = [t.name for t in threading.enumerate() if t not in threads_before and t.name.startswith("mcp_sync")]
-        fds = {fd: target for fd, target in open_fds().items() if fd not in fds_before}
-        if (not threads and not fds) or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    assert not threads, f"threads left running: {threads}"
-    assert not fds, f"file descriptors left open: {fds}"
 
 
 def within(seconds: float, work: Callable[[], Any]) -> Any:
@@ -262,15 +227,23 @@ def test_exit_with_a_grandchild_holding_stdout_restarts_and_closes(nothing_left:
 
 
 def test_close_ends_the_whole_process_group(nothing_left: None) -> None:
-    """#8.2: close() of a live server also ends the processes it started."""
+    """#8.2: close() of a live server also ends the processes it started (#22.3: a grandchild
+    in the server's process group is started, and must be gone within 3 s of close)."""
     client = hostile_with(shutdown_timeout=0.5)
     client.call_tool("echo", {"text": "up"})
     transport = client._engine.transport  # type: ignore[union-attr]
-    child = subprocess.run(["pgrep", "-g", str(transport.pid)], capture_output=True, text=True)
-    assert str(transport.pid) in child.stdout.split()
-    within(8, client.close)
-    assert transport.pid is None
-    assert subprocess.run(["pgrep", "-g", str(child.stdout.split()[0])], capture_output=True).returncode != 0
+    group = transport.pid
+    grandchild = int(client.call_tool("spawn_child").text)
+    try:
+        assert os.getpgid(grandchild) == group  # the server leads its own group; the grandchild is in it
+        within(8, client.close)
+        assert transport.pid is None
+        assert wait_until(lambda: process_gone(grandchild), 3), "the grandchild outlived close()"
+        left = subprocess.run(["pgrep", "-g", str(group)], capture_output=True, text=True).stdout.split()
+        assert all(process_gone(int(pid)) for pid in left), left  # zombies awaiting init's reaping count as gone
+    finally:
+        if not process_gone(grandchild):
+            os.kill(grandchild, signal.SIGKILL)
 
 
 def test_close_returns_when_a_process_outside_the_group_holds_stdout(nothing_left: None) -> None:
@@ -369,7 +342,7 @@ def test_oversized_line_with_nested_id_fails_no_other_request(nothing_left: None
         held: list[Any] = []
         holder = threading.Thread(target=lambda: held.append(client.call_tool("hold", timeout=15).text))
         holder.start()
-        time.sleep(0.3)
+        assert wait_until(lambda: client.call_tool("held").text == "1", 10)  # the hold has arrived (#22.3)
         with pytest.raises(mcp_sync.RequestTimeout):
             client.call_tool("big_nested", {"bytes": 2_000_000}, timeout=1.5)
         assert client.call_tool("release").text == "ok"
@@ -383,7 +356,7 @@ def test_oversized_line_with_top_level_id_first_fails_its_request_at_once() -> N
         held: list[Any] = []
         holder = threading.Thread(target=lambda: held.append(client.call_tool("hold", timeout=15).text))
         holder.start()
-        time.sleep(0.3)
+        assert wait_until(lambda: client.call_tool("held").text == "1", 10)  # the hold has arrived (#22.3)
         started = time.monotonic()
         with pytest.raises(mcp_sync.ProtocolError, match="max_message_bytes"):
             client.call_tool("big_nested", {"bytes": 2_000_000, "id_first": True}, timeout=10)

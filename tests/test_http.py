@@ -12,10 +12,11 @@ import json
 import logging
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 import requests
+from helpers import in_thread, run_workers, wait_until
 
 import mcp_sync
 from mcp_sync._headers import encode_header_value, header_fields, param_headers, tool_header_problem
@@ -26,10 +27,6 @@ from httpkit import FakeServer, Reply, Request, json_reply, result, sse_reply
 
 pytestmark = pytest.mark.timeout(60)
 
-
-@pytest.fixture(autouse=True)
-def _fresh_era_cache() -> None:
-    http_module._ERA_CACHE.clear()
 
 
 def _transport(client: mcp_sync.Client) -> HttpTransport:
@@ -184,9 +181,10 @@ def test_4xx_without_modern_body_falls_back_to_legacy(no_leaks: None) -> None:
         assert json.loads(client.call_tool("echo", {"a": 1}).text) == {"a": 1}
         methods = [r.rpc_method for r in fake.seen(http_method="POST")]
         call = fake.seen("tools/call")[0]
+        live = set(fake.sessions)  # before close: the DELETE on close ends the session
     assert methods[:3] == ["server/discover", "initialize", "notifications/initialized"]
     assert "mcp-protocol-version" not in fake.seen("initialize")[0].headers
-    assert call.headers["mcp-session-id"] in fake.sessions or call.headers["mcp-session-id"]
+    assert call.headers["mcp-session-id"] in live  # the id the server issued, not any id (#22.2)
     assert call.headers["mcp-protocol-version"] == "2025-11-25"
     assert "mcp-method" not in call.headers  # LG2: no modern headers on legacy
 
@@ -551,11 +549,7 @@ def test_sixteen_threads_share_one_http_client(sdk_http_url: str, caplog: pytest
                 if got != text:
                     failures.append(f"{text} != {got}")
 
-        threads = [threading.Thread(target=worker, args=(n,)) for n in range(16)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
+        run_workers(worker, [(n,) for n in range(16)], timeout=60)  # a worker that raises fails the test
     assert not failures
     assert not [r for r in caplog.records if "pool is full" in r.getMessage()]
 
@@ -570,3 +564,184 @@ def test_cached_era_that_fails_is_forgotten(no_leaks: None) -> None:
         assert http_module.cached_era(fake.url) is None
         with mcp_sync.Client.http(fake.url) as client:
             assert client.era == "modern"
+
+
+# -- #22.7: legacy sessions that expire (renewal failing, renewal from the GET stream, one-way posts)
+
+
+Override = Callable[[Request], "Reply | None"]
+
+
+def _hang_then(release: threading.Event, answer: Override) -> Override:
+    """An override: tools/call "hang" waits for ``release`` (10 s at most); the rest goes to ``answer``."""
+
+    def override(request: Request) -> Reply | None:
+        if request.rpc_method == "tools/call" and request.json["params"]["name"] == "hang":
+            release.wait(10)
+            return json_reply(result(request, {"content": [{"type": "text", "text": "late"}]}))
+        return answer(request)
+
+    return override
+
+
+def test_a_legacy_renewal_that_fails_fails_every_waiting_call_at_once(no_leaks: None) -> None:
+    """#22.7: the server forgets the session and refuses a new initialize: the call that met the
+    404 gets SessionExpiredError, and so does a call already waiting on its own POST, at once
+    (fixed: milliseconds; the regression waits for its 30 s timeout). Later calls are refused."""
+    release = threading.Event()
+    refuse = threading.Event()
+    with FakeServer("legacy") as fake:
+        fake.override = _hang_then(
+            release, lambda r: Reply(500, {}, b"down") if refuse.is_set() and r.rpc_method == "initialize" else None
+        )
+        client = mcp_sync.Client.http(fake.url, mode="legacy", timeout=30)
+        try:
+            client.connect()
+            waiter, box = in_thread(lambda: client.call_tool("hang", {}))
+            assert wait_until(lambda: fake.seen("tools/call"), 5)
+            fake.sessions.clear()  # the server restarted
+            refuse.set()
+            started = time.monotonic()
+            with pytest.raises(mcp_sync.SessionExpiredError, match="could not start"):
+                client.call_tool("echo", {"a": 1})
+            waiter.join(5)
+            assert not waiter.is_alive() and isinstance(box.get("error"), mcp_sync.ConnectionClosed), box
+            assert box["at"] - started < 5
+            assert len(fake.seen("initialize")) == 2  # one renewal attempt, not a loop
+            with pytest.raises(mcp_sync.MCPError):  # a new connection is refused too, while the server refuses
+                client.call_tool("echo", {"a": 2}, timeout=5)
+        finally:
+            release.set()
+            client.close()
+
+
+def _listen_stream(fake: FakeServer) -> Override:
+    """GET: an event stream while the session is known (it ends at once, asking for a retry in
+    50 ms), 404 once the server has forgotten the session."""
+
+    def override(request: Request) -> Reply | None:
+        if request.method != "GET":
+            return None
+        if request.headers.get("mcp-session-id") not in fake.sessions:
+            return Reply(404, {}, b"unknown session")
+        return sse_reply("id: 1\nretry: 50")
+
+    return override
+
+
+def test_the_get_stream_renews_an_expired_legacy_session(no_leaks: None) -> None:
+    """#22.7: a client that only listens recovers too: the GET stream meets the 404, replays
+    initialize + initialized, and listens on the new session; the next call uses it without
+    meeting a 404 itself."""
+    with FakeServer("legacy") as fake:
+        fake.override = _listen_stream(fake)
+        with mcp_sync.Client.http(fake.url, mode="legacy") as client:
+            client.connect()
+            assert wait_until(lambda: fake.seen(http_method="GET"), 5)
+            old = fake.seen("initialize")[0]
+            fake.sessions.clear()
+            assert wait_until(lambda: len(fake.seen("notifications/initialized")) == 2, 10), "not renewed"
+            assert len(fake.seen("initialize")) == 2
+            new_session = next(iter(fake.sessions))
+            assert wait_until(
+                lambda: any(r.headers.get("mcp-session-id") == new_session for r in fake.seen(http_method="GET")), 5
+            )
+            assert json.loads(client.call_tool("echo", {"a": 1}).text) == {"a": 1}
+            call = fake.seen("tools/call")[0]
+            assert call.headers["mcp-session-id"] == new_session and len(fake.seen("tools/call")) == 1
+            assert old.at < fake.seen("initialize")[1].at
+
+
+def test_a_legacy_notification_to_an_expired_session_renews_it_and_is_resent(no_leaks: None) -> None:
+    """#22.7: a notification POST that meets the 404 renews the session and goes again, to the
+    new session (it is not lost, and the caller is not failed)."""
+    with FakeServer("legacy") as fake, mcp_sync.Client.http(fake.url, mode="legacy") as client:
+        client.connect()
+        fake.sessions.clear()
+        client.notify("notifications/roots/list_changed")
+        sent = fake.seen("notifications/roots/list_changed")
+        assert len(sent) == 2, sent
+        first, again = (r.headers["mcp-session-id"] for r in sent)
+        assert again in fake.sessions and first not in fake.sessions
+        assert len(fake.seen("initialize")) == 2
+
+
+def test_a_legacy_answer_to_an_expired_session_is_dropped_without_renewal(
+    caplog: pytest.LogCaptureFixture, no_leaks: None
+) -> None:
+    """#22.7: the answer to a server request, posted after the session expired, meets a 404:
+    nobody waits for it on the new session, so it is dropped (no renewal, no error), and the
+    call the request came with still gets its result."""
+    asked = threading.Event()
+
+    def on_roots() -> list[str]:
+        fake.sessions.clear()  # the server forgets the session while we answer
+        asked.set()
+        return ["file:///tmp"]
+
+    with FakeServer("legacy") as fake:
+
+        def override(request: Request) -> Reply | None:
+            if request.rpc_method == "tools/call":
+                ask = {"jsonrpc": "2.0", "id": "srv-1", "method": "roots/list"}
+                answer = result(request, {"content": [{"type": "text", "text": "done"}]})
+                return sse_reply(f"data: {json.dumps(ask)}", f"data: {json.dumps(answer)}")
+            return None
+
+        fake.override = override
+        with caplog.at_level(logging.WARNING, logger="mcp_sync"), mcp_sync.Client.http(
+            fake.url, mode="legacy", on_roots=on_roots
+        ) as client:
+            assert client.call_tool("ask", {}).text == "done"
+            assert asked.wait(5)
+            assert wait_until(lambda: [r for r in fake.requests if r.json and r.json.get("id") == "srv-1"], 5)
+            answers = [r for r in fake.requests if r.json and r.json.get("id") == "srv-1"]
+            assert len(answers) == 1 and answers[0].json["result"] == {"roots": [{"uri": "file:///tmp"}]}
+            assert len(fake.seen("initialize")) == 1  # not renewed for an answer
+    assert not [r for r in caplog.records if r.name.startswith("mcp_sync") and r.levelno >= logging.WARNING]
+
+
+# -- #22.7: a modern server that negotiates another modern revision ----------------------------------
+
+
+@pytest.mark.parametrize("mode", ["auto", "modern"])
+def test_a_modern_server_of_another_modern_revision_is_refused_clearly(mode: str, no_leaks: None) -> None:
+    """#22.7: server/discover lists only a modern revision this client does not speak: connect()
+    fails at once with UnsupportedProtocolVersionError naming it; it neither falls back to the
+    legacy handshake (the server is modern) nor waits for its timeout."""
+    with FakeServer("modern") as fake:
+        def discover_answer(request: Request) -> Reply | None:
+            if request.rpc_method != "server/discover":
+                return None
+            body = {"supportedVersions": ["2027-01-01"], "capabilities": {}}
+            return json_reply(result(request, body))
+
+        fake.override = discover_answer
+        client = mcp_sync.Client.http(fake.url, mode=mode, timeout=20)
+        started = time.monotonic()
+        with pytest.raises(mcp_sync.UnsupportedProtocolVersionError, match="2027-01-01") as caught:
+            client.connect()
+        assert time.monotonic() - started < 5
+        assert caught.value.supported == ["2027-01-01"]
+        assert not fake.seen("initialize")  # a modern server: no legacy handshake
+        client.close()
+
+
+def test_mode_modern_retries_once_at_the_revision_a_32022_names(no_leaks: None) -> None:
+    """#22.7 (V1 in mode="modern"): the first server/discover is refused with -32022 listing
+    our revision: one retry at it connects; a second refusal would be final."""
+    with FakeServer("modern") as fake:
+        refusals = [0]
+
+        def refuse_once(request: Request) -> Reply | None:
+            if request.rpc_method == "server/discover" and not refusals[0]:
+                refusals[0] += 1
+                error = {"code": -32022, "message": "Unsupported protocol version",
+                         "data": {"supported": ["2026-07-28"]}}
+                return json_reply({"jsonrpc": "2.0", "id": request.json["id"], "error": error}, 400)
+            return None
+
+        fake.override = refuse_once
+        with mcp_sync.Client.http(fake.url, mode="modern") as client:
+            assert client.era == "modern" and client.protocol_version == "2026-07-28"
+        assert len(fake.seen("server/discover")) == 2

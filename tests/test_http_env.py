@@ -10,9 +10,7 @@ by the test.
 
 from __future__ import annotations
 
-import datetime
 import http.client
-import ipaddress
 import json
 import socket
 import ssl
@@ -25,10 +23,10 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
+from helpers import self_signed_certificate
 from requests.adapters import HTTPAdapter
 
 import mcp_sync
-from mcp_sync.transports import http as http_module
 
 from httpkit import FakeServer, Reply, Request, result
 
@@ -43,11 +41,11 @@ ENV_VARS = (
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Each test sets exactly the variables it is about (and no real ~/.netrc is read)."""
+    """Each test sets exactly the variables it is about (and no real ~/.netrc is read); the era
+    cache is reset for every test by conftest.py."""
     for name in ENV_VARS:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
-    http_module._ERA_CACHE.clear()
 
 
 # -- a recording forward proxy --------------------------------------------------------------
@@ -167,35 +165,7 @@ def test_proxy_variable_read_when_the_client_is_made_not_per_call(
 @pytest.fixture(scope="module")
 def self_signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A self-signed certificate for 127.0.0.1 (cert.pem, key.pem), made with ``cryptography``."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "mcp-sync test CA")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    folder = tmp_path_factory.mktemp("tls")
-    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return cert_path, key_path
+    return self_signed_certificate(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture

@@ -62,6 +62,7 @@ SAMPLES: dict[str, Any] = {
     "path": "$.a",
     "errors": ["$.a: 'one' is not of type 'number'"],
     "cause": ValueError("the cause"),
+    "unread_input": 3,
 }
 
 

@@ -21,7 +21,7 @@ from typing import Any, Iterator
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_engine_hardening import Wire as HardeningWire
+from wirekit import LockedWire as HardeningWire
 
 import mcp_sync
 from mcp_sync._engine import SUBSCRIPTION_ID, Engine

@@ -6,19 +6,16 @@ import time
 from typing import Iterator
 
 import pytest
+from helpers import in_thread, wait_until
 
 import mcp_sync
 from mcp_sync.transports import http as http_module
 from mcp_sync.transports.sse import SseTransport
 
-from httpkit import FakeServer, Reply, Request, sse_reply
+from httpkit import FakeServer, Reply, Request, SsePeer, sse_reply
 
 pytestmark = pytest.mark.timeout(60)
 
-
-@pytest.fixture(autouse=True)
-def _fresh_era_cache() -> None:
-    http_module._ERA_CACHE.clear()
 
 
 def test_sse_transport_against_everything(everything_sse_url: str, no_leaks: None) -> None:
@@ -34,12 +31,39 @@ def test_sse_transport_against_everything(everything_sse_url: str, no_leaks: Non
         assert "completed" in out.text and seen == [1, 2]
 
 
-def test_sse_cancel_sends_notification(everything_sse_url: str, no_leaks: None) -> None:
-    """LG6: no per-request stream, so abort() is False and the engine sends notifications/cancelled."""
-    with mcp_sync.Client.sse(everything_sse_url) as client:
+def test_sse_cancel_sends_notification(no_leaks: None) -> None:
+    """LG6: no per-request stream, so abort() is False and the engine sends notifications/cancelled
+    naming the timed-out request (#22.3: the notification itself is checked, on the wire)."""
+    with FakeServer("legacy") as fake, SsePeer(fake) as peer, mcp_sync.Client.sse(fake.url) as client:
         with pytest.raises(mcp_sync.RequestTimeout):
-            client.call_tool("trigger-long-running-operation", {"duration": 5, "steps": 5}, timeout=0.3)
-        assert client.call_tool("echo", {"message": "after"}).text == "Echo: after"
+            client.call_tool("hang", {}, timeout=0.3)
+        assert client.call_tool("echo", {"message": "after"}).text == '{"message": "after"}'
+        hung = [m for m in peer.seen("tools/call") if m["params"]["name"] == "hang"]
+        assert len(hung) == 1
+        assert wait_until(lambda: peer.seen("notifications/cancelled"), 5)
+        cancelled = peer.seen("notifications/cancelled")
+        assert [m["params"]["requestId"] for m in cancelled] == [hung[0]["id"]]
+
+
+def test_sse_stream_dropped_mid_session_fails_pending_calls_at_once(no_leaks: None) -> None:
+    """#22.7: when the server ends the event stream mid-session, every call waiting for an
+    answer fails at once with ConnectionClosed (their answers can only come on that stream),
+    not at its timeout. Bound: 5 s against a 60 s call timeout (the regression waits 60 s)."""
+    with FakeServer("legacy") as fake, SsePeer(fake) as peer:
+        client = mcp_sync.Client.sse(fake.url, timeout=60)
+        try:
+            client.connect()
+            waiter, box = in_thread(lambda: client.call_tool("hang", {}))
+            assert wait_until(lambda: [m for m in peer.seen("tools/call") if m["params"]["name"] == "hang"], 5)
+            started = time.monotonic()
+            with pytest.raises(mcp_sync.ConnectionClosed):
+                client.call_tool("drop", {})
+            waiter.join(5)
+            assert not waiter.is_alive(), "the waiting call was not failed when the stream ended"
+            assert isinstance(box.get("error"), mcp_sync.ConnectionClosed), box
+            assert box["at"] - started < 5
+        finally:
+            client.close()
 
 
 def test_http_falls_back_to_sse(everything_sse_url: str, no_leaks: None) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import wait_until
 
 import mcp_sync
 
@@ -26,6 +27,10 @@ SUB_ID = "io.modelcontextprotocol/subscriptionId"
 ERAS = [pytest.param({}, id="modern"), pytest.param({"mode": "legacy"}, id="legacy")]
 
 
+def wait_for(predicate: Any, timeout: float = 10.0) -> bool:
+    return wait_until(predicate, timeout)
+
+
 def fault(*extra: str, **options: Any) -> mcp_sync.Client:
     options.setdefault("timeout", 20)
     return mcp_sync.Client.stdio(PY, fault_args(*extra), **options)
@@ -33,15 +38,6 @@ def fault(*extra: str, **options: Any) -> mcp_sync.Client:
 
 def cancelled_ids(client: mcp_sync.Client) -> list:
     return json.loads(client.call_tool("cancelled_log").text)
-
-
-def wait_for(predicate: Any, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 # -- real peers ----------------------------------------------------------------------------
@@ -116,7 +112,8 @@ def test_log_level_option(options: dict, requests: int, no_leaks: None) -> None:
     (initialize, logging/setLevel, counter); W1: modern sends none, only the _meta key."""
     with fault(log_level="error", **options) as client:
         assert client.call_tool("counter").text == str(requests)
-        assert client.meta().get("io.modelcontextprotocol/logLevel", "error") == "error"
+        # the envelope holds the level in both eras (a missing key fails: #22.2)
+        assert client.meta()["io.modelcontextprotocol/logLevel"] == "error"
 
 
 # -- fault server: modern -------------------------------------------------------------------

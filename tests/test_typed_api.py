@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cache import DISCOVER, FakeTransport
+from wirekit import DISCOVER, FakeTransport
 
 import mcp_sync
 from mcp_sync._sentinels import USE_CLIENT_DEFAULT

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from test_cache import FakeTransport
+from wirekit import FakeTransport
 
 import mcp_sync
 
@@ -142,55 +142,89 @@ CALLS: dict[str, Callable[[mcp_sync.Client], object]] = {
 }
 
 
-def only_mcp_errors(call: Callable[[], object]) -> None:
+VALID: dict[str, dict[str, Any]] = {
+    "tools/list": {"tools": [TOOL]},
+    "resources/list": {"resources": [RESOURCE]},
+    "resources/templates/list": {"resourceTemplates": [TEMPLATE]},
+    "prompts/list": {"prompts": [PROMPT]},
+    "tools/call": {"content": [CONTENT], "isError": False},
+    "resources/read": {"contents": [{"uri": "file:///a", "text": "x"}]},
+    "prompts/get": {"messages": [{"role": "user", "content": CONTENT}], "description": "d"},
+    "completion/complete": {"completion": {"values": ["a"], "total": 1, "hasMore": False}},
+    "server/discover": DISCOVER,
+    "tasks/get": TASK,
+}
+
+
+def only_mcp_errors(call: Callable[[], object]) -> bool:
+    """True when ``call`` returned a value, False when it raised an MCPError; anything else
+    propagates (and fails the property)."""
     try:
         call()
     except mcp_sync.MCPError:
-        pass
+        return False
+    return True
 
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])
 @pytest.mark.parametrize("method", sorted(RESULTS))
 def test_any_result_gives_a_value_or_an_mcp_error(method: str, era: str) -> None:
     """#8.7: whatever JSON a server answers a method with, the public API returns a value
-    or raises an MCPError subclass; never RecursionError, OverflowError, TypeError..."""
+    or raises an MCPError subclass; never RecursionError, OverflowError, TypeError...
+
+    The valid shape is always one of the examples and must give a value (#22.2: a client that
+    raised an MCPError for every answer would pass a property that only forbids other errors)."""
     if era == "legacy" and method == "server/discover":
         method_era_pairs = "initialize"  # legacy: the handshake answer is the discover counterpart
     else:
         method_era_pairs = method
+    valid = INITIALIZE if method_era_pairs == "initialize" else VALID[method]
+    outcomes: list[bool] = []
 
     @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(result=RESULTS[method] if method_era_pairs != "initialize" else near(INITIALIZE, ("instructions",)))
+    @example(result=valid)
     def check(result: dict[str, Any]) -> None:
         if method_era_pairs == "initialize":
             transport = FakeTransport(lambda m, p: result if m == "initialize" else {"tools": []})
             client = mcp_sync.Client(transport, mode="legacy", timeout=5)
             try:
-                only_mcp_errors(lambda: (client.connect(), list(client.tools()), client.ping()))
+                got = only_mcp_errors(lambda: (client.connect(), list(client.tools()), client.ping()))
             finally:
                 client.close()
-            return
-        client, _ = fake(lambda m, p: result if m == method else {}, era=era)
-        try:
-            only_mcp_errors(lambda: CALLS[method](client))
-        finally:
-            client.close()
+        else:
+            client, _ = fake(lambda m, p: result if m == method else {}, era=era)
+            try:
+                got = only_mcp_errors(lambda: CALLS[method](client))
+            finally:
+                client.close()
+        if result is valid:
+            assert got, f"the valid {method} answer {valid} raised an MCPError"
+        outcomes.append(got)
 
     check()
+    assert any(outcomes), "every example raised"
+
+
+VALID_TASK = {"resultType": "task", **TASK, "status": "working"}
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-@given(answer=near({"resultType": "task", **TASK, "status": "working"}), poll=near(TASK))
+@given(answer=near(VALID_TASK), poll=near(TASK))
+@example(answer=VALID_TASK, poll=TASK)
 def test_any_task_answer_gives_a_task_or_an_mcp_error(answer: dict[str, Any], poll: dict[str, Any]) -> None:
-    """#8.7: task handles and polls (pollIntervalMs negative, huge, a bool...) in both eras."""
+    """#8.7: task handles and polls (pollIntervalMs negative, huge, a bool...) in both eras; the
+    valid pair must give a task and its result (#22.2)."""
     for era in ("modern", "legacy"):
         first = {"task": answer} if era == "legacy" else answer
         client, _ = fake(lambda m, p, first=first: first if m == "tools/call" else poll, era=era)
         try:
-            only_mcp_errors(lambda client=client: client.call_tool_as_task("t", {}).wait(timeout=0.05))
-            only_mcp_errors(lambda client=client: client.list_tasks())
+            waited = only_mcp_errors(lambda client=client: client.call_tool_as_task("t", {}).wait(timeout=0.05))
+            listed = only_mcp_errors(lambda client=client: client.list_tasks())
         finally:
             client.close()
+        if answer is VALID_TASK and poll is TASK:
+            assert waited and listed, f"the valid task answer raised an MCPError ({era})"
 
 
 # -- the cases of issue 8.7, one by one --------------------------------------------------

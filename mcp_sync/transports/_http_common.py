@@ -425,10 +425,30 @@ class _TrackedHTTPSPool(HTTPSConnectionPool):
     ConnectionCls = _TrackedHTTPSConnection
 
 
+def close_pools_on_clear(manager: Any) -> Any:
+    """Make ``manager`` (a urllib3 PoolManager) close each pool it drops or clears.
+
+    urllib3 2's PoolManager.clear() (what ``Session.close()`` ends in) only forgets its pools:
+    their idle connections close when the pool is garbage collected, which can be long after
+    close() when a pool sits in a reference cycle (a dead exception's traceback holds one
+    after an aborted exchange): about 25 sockets stayed open after a load test (#22.4). A
+    connection in use when its pool closes is closed when it is handed back."""
+    manager.pools.dispose_func = _close_pool
+    return manager
+
+
+def _close_pool(pool: Any) -> None:
+    pool.close()
+
+
 class _TrackingAdapter(HTTPAdapter):
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = {"http": _TrackedPool, "https": _TrackedHTTPSPool}
+        close_pools_on_clear(self.poolmanager)
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        return close_pools_on_clear(super().proxy_manager_for(proxy, **proxy_kwargs))
 
 
 class _Session(requests.Session):

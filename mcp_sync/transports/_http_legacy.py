@@ -109,6 +109,7 @@ class LegacySession(HttpBase):
                 )
                 if self._sink is not None:
                     self._sink.closed(error)
+                self._abandon_exchanges()  # their answers can never come: end them now (#22.7)
                 raise error from exc
             # Still under the lock: no request may reach the new session before it is initialized
             # (a TypeScript server answers such a request 400 "Server not initialized").
@@ -116,6 +117,9 @@ class LegacySession(HttpBase):
                 self._send_oneway(self._initialized_message, None, None, resent=True)
         if self._sink is not None:
             self._sink.session_renewed()  # the new session holds none of the old one's state
+
+    def _abandon_exchanges(self) -> None:
+        """End every exchange still under way (the session they belong to is gone)."""
 
     def _replay_initialize(self, init: dict[str, Any]) -> None:
         with self._oneway_slot() as slot:

@@ -341,6 +341,14 @@ class HttpTransport(LegacySession):
         record.slot.abort()
         return record.modern
 
+    def _abandon_exchanges(self) -> None:
+        """The session expired and could not be renewed: a call waiting on its POST (on a worker
+        or inline on its own thread) would otherwise wait for the server or its deadline."""
+        with self._lock:
+            slots = [record.slot for record in self._inflight.values()]
+        for slot in slots:
+            slot.abort()
+
     def close(self) -> None:
         """End every stream and request, join the threads, DELETE a legacy session. Idempotent."""  # LG3
         with self._lock:

@@ -22,10 +22,13 @@ Tools (``tools/call``; the answer's text is given below)
   ``spawn_and_exit``: starts a grandchild (``sleep``) that inherits stdout and
       stderr, answers with the grandchild's pid, then exits with code 0 while
       the grandchild keeps the pipes open.
+  ``spawn_child``: starts a grandchild (``sleep``) in the server's process group,
+      answers with its pid and keeps serving.
   ``spawn_escaped``: starts a grandchild in a session of its own (outside the
       server's process group, so a group signal misses it) that inherits stdout
       and stderr; answers with its pid and keeps serving.
   ``hold``: no answer until ``release`` is called; remembers its request id.
+  ``held``: how many ``hold`` requests wait (so a test knows its hold arrived).
   ``release``: answers the held request with "released", then answers "ok".
   ``big_nested`` {bytes, id_first}: answers with a line of about ``bytes``
       bytes whose result contains, before the bulk, an object with
@@ -76,6 +79,9 @@ def call_tool(request_id: object, name: str, args: dict) -> None:
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         text(request_id, str(child.pid))
         os._exit(0)
+    elif name == "spawn_child":
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        text(request_id, str(child.pid))
     elif name == "spawn_escaped":
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
         text(request_id, str(child.pid))
@@ -86,8 +92,14 @@ def call_tool(request_id: object, name: str, args: dict) -> None:
             text(waiting, "released")
         held.clear()
         text(request_id, "ok")
+    elif name == "held":
+        text(request_id, str(len(held)))
     elif name == "big_nested":
-        other = held[0] if held else 999
+        if not held:  # the nested id must name a held request, or the test would check nothing
+            write_line(json.dumps({"jsonrpc": "2.0", "id": request_id,
+                                   "error": {"code": -32000, "message": "big_nested: nothing is held"}}).encode())
+            return
+        other = held[0]
         bulk = "x" * int(args.get("bytes", 2_000_000))
         result = {"content": [{"type": "text", "text": "n", "meta": {"id": other}}, {"type": "text", "text": bulk}]}
         if args.get("id_first"):

@@ -1,0 +1,151 @@
+"""The one home of the generic test helpers (#22.10): waiting for a condition, running work on
+threads and collecting what each worker did. Fixtures live in conftest.py; the scripted HTTP
+peer in httpkit.py; the stdio lifecycle helpers in lifekit.py; the OAuth test world in
+oauthkit.py."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+
+def wait_until(predicate: Callable[[], Any], seconds: float, interval: float = 0.02) -> bool:
+    """Poll ``predicate`` until it is true or ``seconds`` pass; the last answer is returned, so
+    ``assert wait_until(...)`` fails when the condition never held."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())
+
+
+def in_thread(function: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
+    """Run ``function`` on a thread; the dict gets "value" or "error", and "at" (when it ended)."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = function()
+        except BaseException as exc:
+            box["error"] = exc
+        box["at"] = time.monotonic()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, box
+
+
+def run_workers(
+    target: Callable[..., Any], args: Sequence[tuple[Any, ...]], timeout: float = 60.0
+) -> list[Any]:
+    """Run ``target(*a)`` for each ``a`` in ``args`` on its own thread, all at once, and collect
+    every outcome: the results in order, or an AssertionError naming each worker that raised
+    or did not finish within ``timeout`` seconds. A test that starts workers must not pass
+    when the workers die (#22.1)."""
+    boxes = []
+    for a in args:
+        boxes.append(in_thread(lambda a=a: target(*a)))
+    deadline = time.monotonic() + timeout
+    for thread, _ in boxes:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    problems = []
+    for n, (thread, box) in enumerate(boxes):
+        if thread.is_alive():
+            problems.append(f"worker {n} did not finish within {timeout} s")
+        elif "error" in box:
+            problems.append(f"worker {n} raised {box['error']!r}")
+    if problems:
+        first = next((box["error"] for _, box in boxes if "error" in box), None)
+        raise AssertionError(f"{len(problems)} of {len(boxes)} workers failed: " + "; ".join(problems[:5])) from first
+    return [box.get("value") for _, box in boxes]
+
+
+def process_exists(pid: int) -> bool:
+    """True when a process ``pid`` exists (zombies included)."""
+    if not isinstance(pid, int) or pid <= 0:
+        raise ValueError(f"not a pid: {pid!r}")
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def env_without_coverage() -> dict[str, str]:
+    """This process's environment minus coverage's subprocess hooks: for a child whose imports
+    or threads are what the test measures (coverage itself imports modules and starts threads)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_PROCESS_")}
+
+
+def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
+    """A CA-flagged self-signed certificate for 127.0.0.1 and its key (cert.pem, key.pem in
+    ``folder``), made with ``cryptography`` (a test dependency; no ``openssl`` binary needed)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "mcp-sync test CA")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_path, key_path
+
+
+def ipv6_loopback_usable() -> bool:
+    """Whether ::1 can really be bound here (``socket.has_ipv6`` is only a compile-time flag:
+    a container without IPv6 has it True)."""
+    if not socket.has_ipv6:
+        return False
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+def process_gone(pid: int) -> bool:
+    """True when ``pid`` no longer runs (a zombie waiting for its reaper counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def open_fds() -> dict[int, str]:
+    """This process's open file descriptors and what each points to (Linux: /proc)."""
+    fds = {}
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            fds[int(name)] = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            pass
+    return fds
