@@ -62,7 +62,6 @@ SAMPLES: dict[str, Any] = {
     "path": "$.a",
     "errors": ["$.a: 'one' is not of type 'number'"],
     "cause": ValueError("the cause"),
-    "unread_input": 3,
 }
 
 
