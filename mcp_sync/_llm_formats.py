@@ -83,7 +83,8 @@ _ANTHROPIC_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "ima
 def _short_hash(text: str, length: int = _HASH_LEN) -> str:
     import hashlib  # here, not at import: it loads OpenSSL (~15 ms)
 
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
+    # surrogatepass: a server may list a name with a lone surrogate (JSON "\\ud800"); it still hashes
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:length]
 
 
 def shortened_name(wanted: str, key: str, hash_len: int = _HASH_LEN, force_hash: bool = False) -> str:
