@@ -9,7 +9,7 @@ import threading
 import warnings
 import weakref
 from collections import OrderedDict
-from typing import Any, Callable, Iterator, Mapping, Union
+from typing import Any, Callable, Iterator, Mapping, TypeVar, Union, overload
 
 import attrs
 
@@ -27,6 +27,7 @@ from .models import CallToolResult, GetPromptResult, Prompt, ReadResourceResult,
 
 log = logging.getLogger("mcp_sync")
 
+T = TypeVar("T")
 SEPARATOR = "__"
 _MAX_ORIGINS = 10_000  # items handed out whose server server_of() still knows by identity
 Servers = Union[str, "os.PathLike[str]", Mapping[str, Union[Client, Mapping[str, Any]]]]
@@ -575,6 +576,44 @@ class ClientGroup(LLMFormatsMixin):
             raise ToolNotFound(f"server {server!r} has no tool named {plain!r}", name=name)
         return server, tool
 
+    @overload
+    def call_tool(
+        self,
+        name: str | Tool,
+        arguments: Mapping[str, Any] | None = ...,
+        *,
+        server: str | None = ...,
+        validate: bool | None = ...,
+        timeout: Timeout = ...,
+        progress: ProgressCallback | None = ...,
+        cancel: CancellationToken | None = ...,
+        meta: Mapping[str, Any] | None = ...,
+        raise_on_error: bool = ...,
+        input_responses: Mapping[str, Any] | None = ...,
+        request_state: str | None = ...,
+        reset_timeout_on_progress: bool = ...,
+        max_total_timeout: float | None = ...,
+        output_type: None = ...,
+    ) -> CallToolResult: ...
+    @overload
+    def call_tool(
+        self,
+        name: str | Tool,
+        arguments: Mapping[str, Any] | None = ...,
+        *,
+        server: str | None = ...,
+        validate: bool | None = ...,
+        timeout: Timeout = ...,
+        progress: ProgressCallback | None = ...,
+        cancel: CancellationToken | None = ...,
+        meta: Mapping[str, Any] | None = ...,
+        raise_on_error: bool = ...,
+        input_responses: Mapping[str, Any] | None = ...,
+        request_state: str | None = ...,
+        reset_timeout_on_progress: bool = ...,
+        max_total_timeout: float | None = ...,
+        output_type: type[T],
+    ) -> T: ...
     def call_tool(
         self,
         name: str | Tool,
@@ -591,11 +630,12 @@ class ClientGroup(LLMFormatsMixin):
         request_state: str | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
-    ) -> CallToolResult:
+        output_type: type[T] | None = None,
+    ) -> CallToolResult | T:
         """Call a tool on the server that has it (``name`` plain or prefixed, or a listed Tool).
 
         The options are those of :meth:`Client.call_tool` (``timeout``,
-        ``progress``, ``cancel``, ``raise_on_error``, ...). Raises
+        ``progress``, ``cancel``, ``raise_on_error``, ``output_type``, ...). Raises
         :class:`AmbiguousToolError` / :class:`ToolNotFound` as :meth:`find_tool`.
 
         Example::
@@ -607,10 +647,12 @@ class ClientGroup(LLMFormatsMixin):
             server = server or self.server_of(name)
             name = name.name
         server, plain = self._route("tool", name, server)
-        return self._client(server, name).call_tool(
+        call: Callable[..., CallToolResult | T] = self._client(server, name).call_tool  # one of its overloads
+        return call(
             plain, arguments, validate=validate, timeout=timeout, progress=progress, cancel=cancel, meta=meta,
             raise_on_error=raise_on_error, input_responses=input_responses, request_state=request_state,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
+            output_type=output_type,
         )
 
     def get_prompt(

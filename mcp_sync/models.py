@@ -493,6 +493,21 @@ class CallToolResult:
         """The text content blocks, joined."""
         return _join_text(self.content)
 
+    @property
+    def data(self) -> Any:
+        """The structured content as the tool meant it: a lone ``{"result": x}`` (what SDK servers
+        send for a tool whose return type is not an object) is ``x``; ``None`` when there is none.
+
+        Example::
+
+            client.call_tool("add", {"a": 1, "b": 2}).data        # 3 (structuredContent {"result": 3})
+            client.call_tool("weather", {"city": "Oslo"}).data    # {"city": "Oslo", "temp": 3.5}
+        """
+        value = self.structured_content
+        if isinstance(value, dict) and len(value) == 1 and "result" in value:
+            return value["result"]
+        return value
+
     @classmethod
     def from_wire(cls, raw: dict[str, Any]) -> CallToolResult:
         content = raw.get("content")

@@ -3,7 +3,7 @@
 Run:  python sdk_server.py stdio
       python sdk_server.py http --port N     (Streamable HTTP on http://127.0.0.1:N/mcp)
 
-Tools: echo, add (structured output), slow (progress + log + cancellable), wait_echo (echo after
+Tools: echo, add (structured output), weather (structured output: an object), slow (progress + log + cancellable), wait_echo (echo after
 an idle wait), fail (isError),
 add_tool (registers a tool at runtime, announces tools/list_changed), ask_name (elicitation:
 elicitation/create mid-call on 2025-11-25, InputRequiredResult/MRTR on 2026-07-28).
@@ -67,6 +67,18 @@ def echo(text: str) -> str:
 def add(a: int, b: int) -> int:
     """Add two integers (structured output: {"result": a+b})."""
     return a + b
+
+
+class Weather(BaseModel):
+    city: str
+    temp: float
+    conditions: list[str]
+
+
+@server.tool()
+def weather(city: str) -> Weather:
+    """The weather in `city` (structured output: an object, {"city", "temp", "conditions"})."""
+    return Weather(city=city, temp=3.5, conditions=["cloudy", "windy"])
 
 
 @server.tool()
