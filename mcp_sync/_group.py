@@ -396,15 +396,17 @@ class ClientGroup(LLMFormatsMixin):
             try:
                 for item in items:
                     listed[getattr(item, key)] = item
+                    shown = item
                     if prefix and kind in ("tool", "prompt"):
                         with self._lock:
                             name = self._names[kind].prefixed(server, item.name)
-                        item = attrs.evolve(item, name=name)
+                        shown = attrs.evolve(item, name=name)
                     with self._lock:
-                        self._origins[id(item)] = (item, server)
+                        self._origins[id(item)] = (item, server)  # the server's own item too (approve gets it)
+                        self._origins[id(shown)] = (shown, server)
                         while len(self._origins) > _MAX_ORIGINS:
                             self._origins.popitem(last=False)
-                    yield item
+                    yield shown
             except CapabilityError:
                 continue  # the server has no such things
             except MCPError as exc:
@@ -739,6 +741,9 @@ class ClientGroup(LLMFormatsMixin):
 
     def _llm_tools(self) -> list[Tool]:
         return list(self.tools(prefix=True))
+
+    def _tool_to_approve(self, name: str) -> Tool:
+        return self.find_tool(name)[1]  # as its server names it; server_of() knows it
 
     def __repr__(self) -> str:
         return f"<ClientGroup {self._state} servers={sorted(self._sources)} failed={sorted(self.errors)}>"

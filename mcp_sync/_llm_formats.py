@@ -12,7 +12,7 @@ import json
 import logging
 import re
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Mapping, overload
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, Literal, Mapping, Union, overload
 
 from ._options import ProgressCallback
 from ._sentinels import USE_CLIENT_DEFAULT
@@ -61,6 +61,10 @@ else:  # at run time they are Any (importing the SDKs would cost seconds), so ge
     ResponseFunctionToolCall = OpenAIFunctionCallOutput = Any
 
 log = logging.getLogger("mcp_sync")
+
+#: ``approve(tool, arguments) -> bool | str`` for :meth:`LLMFormatsMixin.run_tool_call`: True runs the
+#: tool; False, or a reason, sends the model an error result instead.
+Approve = Callable[[Tool, Dict[str, Any]], Union[bool, str]]
 
 # The strictest rule among the three APIs: OpenAI and Anthropic take ^[a-zA-Z0-9_-]{1,64}$,
 # Gemini also wants a letter or underscore first.
@@ -833,6 +837,7 @@ class LLMFormatsMixin:
 
     _llm_names: dict[str, str]  # LLM name -> the name call_tool takes
     _llm_schemas: dict[str, Any]  # the name call_tool takes -> its inputSchema
+    _llm_listed: dict[str, Tool]  # the name call_tool takes -> the Tool as listed
 
     def _llm_tools(self) -> list[Tool]:
         """The tools offered to a model (ClientGroup: with prefixed names)."""
@@ -842,10 +847,17 @@ class LLMFormatsMixin:
         assigned = assign_names(tools, warn=False)  # the export itself warns, once
         names = {name: tool.name for name, tool in assigned}
         schemas = {tool.name: tool.input_schema for _, tool in assigned}  # for drop_optional_nulls
+        listed = {tool.name: tool for _, tool in assigned}  # for approve
         with _names_lock:
             self._llm_names = {**getattr(self, "_llm_names", {}), **names}
             self._llm_schemas = {**getattr(self, "_llm_schemas", {}), **schemas}
+            self._llm_listed = {**getattr(self, "_llm_listed", {}), **listed}
         return tools
+
+    def _tool_to_approve(self, name: str) -> Tool:
+        """The :class:`Tool` an ``approve`` callback is shown for the call_tool name ``name``."""
+        tool: Tool | None = getattr(self, "_llm_listed", {}).get(name)
+        return tool if tool is not None else Tool(name=name, input_schema={"type": "object"})
 
     def _tool_name_for(self, name: str) -> str | None:
         """The call_tool name behind an LLM name: from the names already handed out, else listed again."""
@@ -902,6 +914,7 @@ class LLMFormatsMixin:
         meta: Mapping[str, Any] | None = ...,
         reset_timeout_on_progress: bool = ...,
         max_total_timeout: float | None = ...,
+        approve: Approve | None = ...,
     ) -> OpenAIToolMessage: ...
     @overload
     def run_tool_call(
@@ -916,6 +929,7 @@ class LLMFormatsMixin:
         meta: Mapping[str, Any] | None = ...,
         reset_timeout_on_progress: bool = ...,
         max_total_timeout: float | None = ...,
+        approve: Approve | None = ...,
     ) -> OpenAIFunctionCallOutput: ...
     @overload
     def run_tool_call(
@@ -930,6 +944,7 @@ class LLMFormatsMixin:
         meta: Mapping[str, Any] | None = ...,
         reset_timeout_on_progress: bool = ...,
         max_total_timeout: float | None = ...,
+        approve: Approve | None = ...,
     ) -> AnthropicToolResult: ...
     @overload
     def run_tool_call(
@@ -944,6 +959,7 @@ class LLMFormatsMixin:
         meta: Mapping[str, Any] | None = ...,
         reset_timeout_on_progress: bool = ...,
         max_total_timeout: float | None = ...,
+        approve: Approve | None = ...,
     ) -> Any: ...
     def run_tool_call(
         self,
@@ -957,6 +973,7 @@ class LLMFormatsMixin:
         meta: Mapping[str, Any] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
+        approve: Approve | None = None,
     ) -> Any:
         """Run one tool call an LLM asked for and return the provider's tool-result message.
 
@@ -975,10 +992,21 @@ class LLMFormatsMixin:
         ``call_tool`` (e.g. ``timeout=30``). Type checkers see the SDK's message
         type when ``call`` is the SDK's call object (a dict gives Any).
 
+        ``approve(tool, arguments) -> bool | str``, when given, runs (on the calling
+        thread) before the tool does, with the listed :class:`Tool` (a group's: as
+        its server names it; ``group.server_of(tool)`` tells which server) and the
+        arguments about to be sent. ``True`` runs the tool; ``False`` or a string
+        (the reason) refuses it: the model gets an error result saying the call
+        was not approved, and why; nothing is raised, nothing is sent. An
+        exception from ``approve`` itself propagates.
+
         Example::
 
             for call in reply.choices[0].message.tool_calls or []:
                 messages.append(client.run_tool_call(call, format="openai"))
+
+            client.run_tool_call(call, format="anthropic",
+                                 approve=lambda tool, args: tool.name != "rm" or "deleting is not allowed")
         """
         if format not in _FORMATS:
             raise ValueError(f"format must be one of {_FORMATS}, not {format!r}")
@@ -994,14 +1022,34 @@ class LLMFormatsMixin:
             schema = getattr(self, "_llm_schemas", {}).get(tool_name)
             if schema is not None:
                 arguments = drop_optional_nulls(arguments, schema)
+            shown = self._tool_to_approve(tool_name) if approve is not None else None
+        except (MCPError, ValueError, RecursionError) as exc:  # listing failed: the model reads why and goes on
+            return _failed(parsed, exc)
+        if approve is not None and shown is not None:  # outside the try: approve's own errors propagate
+            refusal = _refusal(approve(shown, arguments))
+            if refusal is not None:
+                log.info("mcp_sync: tool call %r not approved%s", _short(parsed.name), refusal)
+                return _error_message(parsed, f"tool {_short(parsed.name)!r} was not approved{refusal}")
+        try:
             result = self.call_tool(
                 tool_name, arguments, validate=validate, timeout=timeout, progress=progress, cancel=cancel, meta=meta,
                 reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
             )
         except (MCPError, ValueError, RecursionError) as exc:  # the tool failed: the model reads why and goes on
-            log.info("mcp_sync: tool call %r failed: %s", _short(parsed.name), exc)
-            return _error_message(parsed, f"tool {_short(parsed.name)!r} failed: {type(exc).__name__}: {exc}")
+            return _failed(parsed, exc)
         return _message(parsed, result)
+
+
+def _failed(call: _ParsedCall, exc: BaseException) -> dict[str, Any]:
+    log.info("mcp_sync: tool call %r failed: %s", _short(call.name), exc)
+    return _error_message(call, f"tool {_short(call.name)!r} failed: {type(exc).__name__}: {exc}")
+
+
+def _refusal(answer: Any) -> str | None:
+    """None when ``approve`` answered yes, else the text that follows "was not approved"."""
+    if isinstance(answer, str):
+        return f": {answer}" if answer else ""
+    return None if answer else ""
 
 
 def _unknown_tool(name: str, known: Iterable[str]) -> str:

@@ -3,6 +3,7 @@
 #20.2 typed results (``CallToolResult.data``, ``call_tool(..., output_type=T)``), against the
 Python SDK's server (tests/servers/sdk_server.py: ``add`` returns an int, which the SDK wraps as
 ``{"result": n}``; ``weather`` returns an object) in both eras, and the builder on its own.
+#20.1 approval before a tool runs (``run_tool_call(..., approve=fn)``), Client and ClientGroup.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing_extensions import NotRequired, TypedDict
 import mcp_sync
 from mcp_sync._typed import MAX_DEPTH, build
 
-from conftest import PY, SDK_SERVER
+from conftest import PY, SDK_SERVER, fault_args
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -181,3 +182,79 @@ def test_building_is_linear() -> None:
     built = build(Many, {"items": items, "union": items})
     assert time.monotonic() - start < 5
     assert built.union[0] == B("s")
+
+
+# -- #20.1 approval before a tool runs --------------------------------------------------------------
+
+CALLS = {
+    "openai": {"id": "call_1", "type": "function", "function": {"name": "echo", "arguments": '{"text": "hi"}'}},
+    "anthropic": {"type": "tool_use", "id": "toolu_1", "name": "echo", "input": {"text": "hi"}},
+    "gemini": {"name": "echo", "args": {"text": "hi"}},
+}
+
+
+def _error_text(message: dict[str, Any], fmt: str) -> str | None:
+    """The error text of a tool-result message, None when it is not an error."""
+    if fmt == "openai":
+        return message["content"] if message["content"].startswith("Error:") else None
+    if fmt == "anthropic":
+        return message["content"][0]["text"] if message["is_error"] else None
+    return message["function_response"]["response"].get("error")
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "gemini"])
+def test_approved_calls_run(sdk: mcp_sync.Client, fmt: str) -> None:
+    seen: list[tuple[mcp_sync.Tool, dict[str, Any]]] = []
+
+    def approve(tool: mcp_sync.Tool, arguments: dict[str, Any]) -> bool:
+        seen.append((tool, arguments))
+        return True
+
+    message = sdk.run_tool_call(CALLS[fmt], format=fmt, approve=approve)
+    assert _error_text(message, fmt) is None
+    assert "hi" in str(message)
+    assert [(tool.name, args) for tool, args in seen] == [("echo", {"text": "hi"})]
+    assert seen[0][0].input_schema["properties"]["text"]["type"] == "string"  # the listed Tool
+
+
+@pytest.mark.parametrize("answer", [False, "deleting is not allowed", "", None, 0])
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "gemini"])
+def test_refused_calls_are_error_results_and_send_nothing(
+    sdk: mcp_sync.Client, fmt: str, answer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[Any] = []
+    monkeypatch.setattr(sdk, "call_tool", lambda *a, **k: sent.append(a))
+    message = sdk.run_tool_call(CALLS[fmt], format=fmt, approve=lambda tool, args: answer)
+    text = _error_text(message, fmt)
+    assert text is not None and "'echo' was not approved" in text
+    if answer:
+        assert text.endswith(f"not approved: {answer}")
+    assert sent == []
+
+
+def test_an_approver_that_raises_propagates(sdk: mcp_sync.Client) -> None:
+    def approve(tool: mcp_sync.Tool, arguments: dict[str, Any]) -> bool:
+        raise ValueError("approver bug")
+
+    with pytest.raises(ValueError, match="approver bug"):
+        sdk.run_tool_call(CALLS["openai"], format="openai", approve=approve)
+
+
+def test_group_approval_sees_the_servers_tool() -> None:
+    servers = {"sdk": {"command": PY, "args": [SDK_SERVER, "stdio"]},
+               "fault": {"command": PY, "args": fault_args()}}
+    with mcp_sync.ClientGroup(servers, timeout=30) as group:
+        names = {t["function"]["name"] for t in group.to_openai_tools()}
+        assert {"sdk__echo", "fault__echo"} <= names
+        seen: list[tuple[str, str]] = []
+
+        def approve(tool: mcp_sync.Tool, arguments: dict[str, Any]) -> bool | str:
+            seen.append((group.server_of(tool), tool.name))
+            return group.server_of(tool) == "sdk" or "only the sdk server"
+
+        call = {"id": "c", "type": "function", "function": {"name": "sdk__echo", "arguments": '{"text": "yes"}'}}
+        assert group.run_tool_call(call, approve=approve)["content"] == "yes"
+        call["function"]["name"] = "fault__echo"
+        refused = group.run_tool_call(call, approve=approve)["content"]
+        assert refused.startswith("Error:") and refused.endswith("not approved: only the sdk server")
+        assert seen == [("sdk", "echo"), ("fault", "echo")]
