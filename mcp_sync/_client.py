@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import attrs
 
@@ -28,7 +28,7 @@ from ._protocol.subscriptions import Subscription
 from ._protocol.tasks import Task
 from ._schemas import ToolSchemas
 from ._sentinels import USE_CLIENT_DEFAULT, _Default
-from ._typed import build_result
+from ._typed import ResultT, build_result
 from ._values import Timeout, check_env, check_json, check_timeout, check_tool_call, command_line, http_options
 from .cancellation import CancellationToken
 from .exceptions import (
@@ -57,7 +57,6 @@ log = logging.getLogger("mcp_sync")
 
 __all__ = ["USE_CLIENT_DEFAULT", "Client", "ClientState"]
 
-T = TypeVar("T")
 
 
 class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
@@ -580,42 +579,6 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
     # anything is sent (TypeError/ValueError naming the parameter), so a server never
     # sees NaN, a lone surrogate or a list where an object belongs.
 
-    @overload
-    def call_tool(
-        self,
-        name: str | Tool,
-        arguments: Mapping[str, Any] | None = ...,
-        *,
-        validate: bool | None = ...,
-        timeout: Timeout = ...,
-        progress: ProgressCallback | None = ...,
-        cancel: CancellationToken | None = ...,
-        meta: Mapping[str, Any] | None = ...,
-        raise_on_error: bool = ...,
-        input_responses: Mapping[str, Any] | None = ...,
-        request_state: str | None = ...,
-        reset_timeout_on_progress: bool = ...,
-        max_total_timeout: float | None = ...,
-        output_type: None = ...,
-    ) -> CallToolResult: ...
-    @overload
-    def call_tool(
-        self,
-        name: str | Tool,
-        arguments: Mapping[str, Any] | None = ...,
-        *,
-        validate: bool | None = ...,
-        timeout: Timeout = ...,
-        progress: ProgressCallback | None = ...,
-        cancel: CancellationToken | None = ...,
-        meta: Mapping[str, Any] | None = ...,
-        raise_on_error: bool = ...,
-        input_responses: Mapping[str, Any] | None = ...,
-        request_state: str | None = ...,
-        reset_timeout_on_progress: bool = ...,
-        max_total_timeout: float | None = ...,
-        output_type: type[T],
-    ) -> T: ...
     def call_tool(
         self,
         name: str | Tool,
@@ -631,9 +594,9 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         request_state: str | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
-        output_type: type[T] | None = None,
-    ) -> CallToolResult | T:
-        """Call a tool and return its :class:`CallToolResult` (or, with ``output_type``, a value of that type).
+        output_type: type[ResultT] = CallToolResult,  # type: ignore[assignment]  # ResultT's default
+    ) -> ResultT:
+        """Call a tool and return its :class:`CallToolResult` (with ``output_type=T``: a ``T``).
 
         ``progress(progress, total, message)`` runs on the dispatch thread for
         each progress notification, in order, all before this returns (only past
@@ -669,7 +632,8 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         session.require("tools", "tools/call")
         bound = self.timeout if options.timeout is USE_CLIENT_DEFAULT else options.timeout  # of the checks too
         session.schemas.check_arguments(self.tools, tool_name, tool, args, validate, bound)
-        request_ids: list[Any] | None = [] if raise_on_error or output_type is not None else None  # for ToolError only
+        typed = output_type is not None and output_type is not CallToolResult
+        request_ids: list[Any] | None = [] if raise_on_error or typed else None  # for ToolError only
         params = {"name": tool_name, "arguments": args}
         try:
             raw = input_required.complete(
@@ -688,17 +652,17 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         else:
             result = CallToolResult.from_wire(raw)
         session.schemas.check_result(self.tools, tool_name, tool, result, bound)
-        if (raise_on_error or output_type is not None) and result.is_error:
+        if (raise_on_error or typed) and result.is_error:
             raise ToolError(
                 f"tool {tool_name!r} failed: {result.text[:200]}",
                 result=result,
                 method="tools/call",
                 request_id=request_ids[-1] if request_ids else None,
             )
-        if output_type is not None:
+        if typed:
             what = f"tool {tool_name!r}: the structured content"
             return build_result(output_type, result.structured_content, result.data, what=what)
-        return result
+        return result  # type: ignore[return-value]  # ResultT is CallToolResult here
 
     def read_resource(
         self,

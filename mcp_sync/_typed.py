@@ -21,13 +21,22 @@ import enum
 import functools
 import sys
 import typing
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
 from .exceptions import ProtocolError
 
 T = TypeVar("T")
+
+if TYPE_CHECKING:  # a default (PEP 696): call_tool() without output_type is a CallToolResult to type checkers
+    from typing_extensions import TypeVar as DefaultedTypeVar
+
+    from .models import CallToolResult
+
+    ResultT = DefaultedTypeVar("ResultT", default=CallToolResult)
+else:
+    ResultT = TypeVar("ResultT")
 
 #: How deep a value is walked for a (recursive) type: deeper is refused, never a RecursionError.
 MAX_DEPTH = 100

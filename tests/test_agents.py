@@ -258,3 +258,186 @@ def test_group_approval_sees_the_servers_tool() -> None:
         refused = group.run_tool_call(call, approve=approve)["content"]
         assert refused.startswith("Error:") and refused.endswith("not approved: only the sdk server")
         assert seen == [("sdk", "echo"), ("fault", "echo")]
+
+
+# -- #20.6 group completeness ----------------------------------------------------------------------
+
+
+def _sdk_entry(**extra: Any) -> dict[str, Any]:
+    return {"command": PY, "args": [SDK_SERVER, "stdio"], **extra}
+
+
+def _fault_entry(*args: str, **extra: Any) -> dict[str, Any]:
+    return {"command": PY, "args": fault_args(*args), **extra}
+
+
+def test_group_tool_filters_from_keywords() -> None:
+    servers = {"sdk": _sdk_entry(), "fault": _fault_entry()}
+    with mcp_sync.ClientGroup(servers, timeout=30, include={"sdk": ["e*", "add"]},
+                              exclude={"fault": ["s*", "die"]}) as group:
+        by_server: dict[str, set[str]] = {}
+        for tool in group.tools():
+            by_server.setdefault(group.server_of(tool), set()).add(tool.name)
+        assert by_server["sdk"] == {"echo", "add"}
+        assert "echo" in by_server["fault"] and not {"slow", "stderr_flood", "die"} & by_server["fault"]
+        assert group.call_tool("add", {"a": 1, "b": 2}).data == 3
+        for name, server in (("weather", None), ("weather", "sdk"), ("sdk__weather", None), ("slow", None),
+                             ("die", "fault")):
+            with pytest.raises(mcp_sync.ToolNotFound):
+                group.call_tool(name, {"city": "x"}, server=server)
+        with pytest.raises(mcp_sync.ToolNotFound):
+            group.find_tool("weather")
+        names = {t["function"]["name"] for t in group.to_openai_tools()}
+        assert "sdk__weather" not in names and "sdk__add" in names and "fault__slow" not in names
+        call = {"id": "c", "type": "function", "function": {"name": "sdk__weather", "arguments": "{}"}}
+        assert group.run_tool_call(call)["content"].startswith("Error:")
+
+
+def test_group_tool_filters_from_the_config_file(tmp_path: Any) -> None:
+    config = {"mcpServers": {
+        "sdk": _sdk_entry(tools={"include": ["weather", "ad?"]}),
+        "fault": _fault_entry(tools={"exclude": ["[a-s]*"]}),
+    }}
+    servers = mcp_sync.load_config(config)
+    assert servers["sdk"]["tools"] == {"include": ["weather", "ad?"]}
+    with mcp_sync.ClientGroup(servers, timeout=30, exclude={"sdk": ["add"]}) as group:
+        names = {(group.server_of(t), t.name) for t in group.tools()}
+        assert {name for server, name in names if server == "sdk"} == {"weather"}  # both excludes apply
+        assert {name for server, name in names if server == "fault"} <= {"task_job", "t", "u", "v"}
+    # the keyword's include replaces the entry's
+    with mcp_sync.ClientGroup({"sdk": _sdk_entry(tools={"include": ["weather"]})}, timeout=30,
+                              include={"sdk": ["echo"]}) as group:
+        assert [t.name for t in group.tools()] == ["echo"]
+
+
+@pytest.mark.parametrize("tools, message", [
+    ("search_*", "must be an object"),
+    ({"include": "search_*"}, "'include' must be a list"),
+    ({"exclude": [1]}, "'exclude' must be a list"),
+    ({"only": ["x"]}, "unknown key"),
+])
+def test_bad_tool_filters_in_a_config_are_config_errors(tools: Any, message: str) -> None:
+    with pytest.raises(mcp_sync.ConfigError, match=message) as info:
+        mcp_sync.load_config({"mcpServers": {"s": _sdk_entry(tools=tools)}})
+    assert info.value.field == "tools" and info.value.server == "s"
+
+
+def test_bad_filter_keywords() -> None:
+    with pytest.raises(ValueError, match="not in the group"):
+        mcp_sync.ClientGroup({"sdk": _sdk_entry()}, include={"nope": ["x"]})
+    with pytest.raises(TypeError, match="list of strings"):
+        mcp_sync.ClientGroup({"sdk": _sdk_entry()}, exclude={"sdk": [3]})  # type: ignore[list-item]
+
+
+def test_glob_matches_like_fnmatch_in_linear_time() -> None:
+    import fnmatch
+
+    from mcp_sync._glob import Glob, NameFilter
+
+    for pattern, name in [("search_*", "search_issues"), ("*_admin", "x_admin"), ("a?c", "abc"), ("[a-c]x", "bx"),
+                          ("[!a]x", "ax"), ("a*b*c", "aXbYc"), ("a*b*c", "acb"), ("", ""), ("*", ""), ("[", "[")]:
+        assert Glob(pattern).match(name) == fnmatch.fnmatchcase(name, pattern), (pattern, name)
+    hostile = "a" * 200_000  # a backtracking matcher takes exponential time on many stars
+    start = time.monotonic()
+    assert not Glob("*a*a*a*a*a*a*a*a*a*a*a*a*b").match(hostile)
+    assert not Glob("*a?a*[ab]*a*a?a*a*a*c").match(hostile)
+    assert Glob("*a*a*a*a*a*a*").match(hostile)
+    assert time.monotonic() - start < 5
+    assert NameFilter(include=["s*"], exclude=["*x"]).allows("sa") and not NameFilter(exclude=["*x"]).allows("sx")
+
+
+def test_glob_property() -> None:
+    import fnmatch
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from mcp_sync._glob import Glob
+
+    @settings(max_examples=2000, deadline=None)
+    @given(st.text(alphabet="ab[]!-*?\\", max_size=10), st.text(alphabet="ab[]!-\\", max_size=10))
+    def check(pattern: str, name: str) -> None:
+        assert Glob(pattern).match(name) == fnmatch.fnmatchcase(name, pattern)
+
+    check()
+
+
+def test_group_notifications_name_the_server() -> None:
+    seen: list[tuple[str, str, Any]] = []
+    servers = {"one": _sdk_entry(), "two": _sdk_entry()}
+    options = {name: {"mode": "legacy"} for name in servers}
+    with mcp_sync.ClientGroup(servers, timeout=30, options=options,
+                              on_notification=lambda server, method, params: seen.append((server, method, params))
+                              ) as group:
+        group.call_tool("slow", {"seconds": 0.1}, server="one")
+        group.call_tool("slow", {"seconds": 0.1}, server="two")
+        logs = {(server, params.get("data")) for server, method, params in seen if method == "notifications/message"}
+        assert logs == {("one", "slow: sleeping 0.1s"), ("two", "slow: sleeping 0.1s")}
+
+
+def test_add_and_remove_on_a_live_group() -> None:
+    with mcp_sync.ClientGroup({"fault": _fault_entry()}, timeout=30) as group:
+        with pytest.raises(mcp_sync.ToolNotFound):
+            group.call_tool("weather", {"city": "x"})
+        client = group.add("sdk", _sdk_entry(tools={"include": ["weather", "echo"]}), options={"timeout": 20})
+        assert group.clients["sdk"] is client and client.timeout == 20
+        assert group.call_tool("weather", {"city": "Oslo"}).data["city"] == "Oslo"
+        assert {t.name for t in group.tools() if group.server_of(t) == "sdk"} == {"weather", "echo"}
+        with pytest.raises(ValueError, match="already has a server named 'sdk'"):
+            group.add("sdk", _sdk_entry())
+        with pytest.raises(mcp_sync.AmbiguousToolError):
+            group.call_tool("echo", {"text": "x"})
+        group.remove("sdk")
+        assert client.state is mcp_sync.ClientState.CLOSED and "sdk" not in group.clients
+        assert group.call_tool("echo", {"text": "x"}).text == "x"  # the fault server's only
+        with pytest.raises(mcp_sync.ToolNotFound):
+            group.call_tool("weather", {"city": "x"})
+        with pytest.raises(mcp_sync.ToolNotFound):
+            group.remove("sdk")
+        with pytest.raises(TypeError, match="unknown option"):
+            group.add("x", _sdk_entry(), options={"timout": 3})
+        with pytest.raises((mcp_sync.MCPError, OSError)):
+            group.add("broken", {"command": PY, "args": ["-c", "import sys; sys.exit(3)"]})
+        assert "broken" not in group.clients and "broken" not in group.errors
+        group.add("sdk", _sdk_entry())  # the name is free again
+        assert group.call_tool("add", {"a": 1, "b": 1}).data == 2
+
+
+def test_add_runs_unlocked_and_close_ends_it() -> None:
+    """Another thread uses the group while a server is being added; close() ends an add that waits."""
+    import threading
+
+    slow_start = {"command": PY, "args": ["-c", "import time; time.sleep(30)"]}
+    with mcp_sync.ClientGroup({"fault": _fault_entry()}, timeout=30) as group:
+        errors: list[BaseException] = []
+
+        def add() -> None:
+            try:
+                group.add("sleepy", slow_start)
+            except BaseException as exc:
+                errors.append(exc)
+
+        thread = threading.Thread(target=add)
+        thread.start()
+        time.sleep(0.5)
+        start = time.monotonic()
+        assert group.call_tool("echo", {"text": "meanwhile"}).text == "meanwhile"
+        assert time.monotonic() - start < 5
+        group.close()
+        thread.join(10)
+        assert not thread.is_alive() and errors
+
+
+def test_group_call_tool_as_task() -> None:
+    """Routed like call_tool: by server (the fault server does not list task_job), by listed name, filtered."""
+    servers = {"modern": _fault_entry("--era", "modern"), "sdk": _sdk_entry()}
+    with mcp_sync.ClientGroup(servers, timeout=30, exclude={"modern": ["counter"]}) as group:
+        task = group.call_tool_as_task("task_job", {"plan": "ok"}, server="modern")
+        assert task.status == "working"
+        assert "polls" in task.wait(timeout=10).text
+        with pytest.raises(mcp_sync.ToolNotFound):
+            group.call_tool_as_task("task_job", {"plan": "ok"})  # listed by no server
+        with pytest.raises(mcp_sync.ToolNotFound):
+            group.call_tool_as_task("counter", {}, server="modern")  # left out by the filter
+        with pytest.raises(mcp_sync.CapabilityError):
+            group.call_tool_as_task("sdk__echo", {"text": "x"})  # routed to the SDK server: no tasks there

@@ -3,8 +3,8 @@
 Run:  python sdk_server.py stdio
       python sdk_server.py http --port N     (Streamable HTTP on http://127.0.0.1:N/mcp)
 
-Tools: echo, add (structured output), weather (structured output: an object), slow (progress + log + cancellable), wait_echo (echo after
-an idle wait), fail (isError),
+Tools: echo, add (structured output), weather (structured output: an object), slow (progress + log +
+cancellable), wait_echo (echo after an idle wait), fail (isError),
 add_tool (registers a tool at runtime, announces tools/list_changed), ask_name (elicitation:
 elicitation/create mid-call on 2025-11-25, InputRequiredResult/MRTR on 2026-07-28).
 Resources: test://static, template test://items/{id}.  Prompt: greet(name), with completion.
