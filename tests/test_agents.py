@@ -441,3 +441,78 @@ def test_group_call_tool_as_task() -> None:
             group.call_tool_as_task("counter", {}, server="modern")  # left out by the filter
         with pytest.raises(mcp_sync.CapabilityError):
             group.call_tool_as_task("sdk__echo", {"text": "x"})  # routed to the SDK server: no tasks there
+
+
+# -- #20.4 prompts as chat messages ----------------------------------------------------------------
+
+
+def _sdk_validator(fmt: str) -> Any:
+    """The provider SDK's own message type, as a pydantic validator of our dicts."""
+    import pydantic
+
+    if fmt == "openai":
+        from openai.types.chat import ChatCompletionMessageParam
+
+        return pydantic.TypeAdapter(ChatCompletionMessageParam)
+    from anthropic.types import MessageParam
+
+    return pydantic.TypeAdapter(MessageParam)
+
+
+def test_prompt_to_openai_messages(sdk: mcp_sync.Client) -> None:
+    messages = sdk.get_prompt("review", {"code": "x = 1"}).to_messages(format="openai")
+    user, assistant = messages
+    assert user["role"] == "user" and assistant == {"role": "assistant", "content": "I will review it."}
+    parts = user["content"]
+    assert parts[0] == {"type": "text", "text": "Please review this code: x = 1"}
+    assert parts[1]["type"] == "image_url" and parts[1]["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
+    assert parts[2] == {"type": "text", "text": "[resource file:///review/code.py]\nx = 1"}
+    assert parts[3] == {"type": "file", "file": {"filename": "spec.pdf",
+                                                 "file_data": "data:application/pdf;base64,JVBERi0xLjAKJSVFT0YK"}}
+    validator = _sdk_validator("openai")
+    for message in messages:
+        validator.validate_python(message)
+    assert sdk.get_prompt("greet", {"name": "Ada"}).to_messages() == [{"role": "user", "content": "Please greet Ada."}]
+
+
+def test_prompt_to_anthropic_messages(sdk: mcp_sync.Client) -> None:
+    messages = sdk.get_prompt("review", {"code": "x = 1"}).to_messages(format="anthropic")
+    user, assistant = messages
+    assert assistant == {"role": "assistant", "content": [{"type": "text", "text": "I will review it."}]}
+    blocks = user["content"]
+    assert [b["type"] for b in blocks] == ["text", "image", "document", "document"]
+    assert blocks[1]["source"] == {"type": "base64", "media_type": "image/png", "data": blocks[1]["source"]["data"]}
+    assert blocks[2] == {"type": "document", "title": "file:///review/code.py",
+                         "source": {"type": "text", "media_type": "text/plain", "data": "x = 1"}}
+    assert blocks[3]["source"] == {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0xLjAKJSVFT0YK"}
+    validator = _sdk_validator("anthropic")
+    for message in messages:
+        validator.validate_python(message)
+
+
+def test_prompt_to_gemini_contents(sdk: mcp_sync.Client) -> None:
+    contents = sdk.get_prompt("review", {"code": "x = 1"}).to_messages(format="gemini")
+    assert [c["role"] for c in contents] == ["user", "model"]
+    parts = contents[0]["parts"]
+    assert parts[0] == {"text": "Please review this code: x = 1"}
+    assert parts[1]["inline_data"]["mime_type"] == "image/png"
+    assert parts[2] == {"text": "[resource file:///review/code.py]\nx = 1"}
+    assert parts[3] == {"inline_data": {"mime_type": "application/pdf", "data": "JVBERi0xLjAKJSVFT0YK"}}
+    assert contents[1] == {"role": "model", "parts": [{"text": "I will review it."}]}
+
+
+def test_prompt_messages_made_by_hand_and_odd_blocks() -> None:
+    prompt = mcp_sync.GetPromptResult(messages=[
+        mcp_sync.PromptMessage(role="user", content=mcp_sync.TextContent(text="hi")),
+        mcp_sync.PromptMessage(role="assistant", content=mcp_sync.ImageContent(data="AAAA", mime_type="image/png")),
+        mcp_sync.PromptMessage(role="user", content=mcp_sync.ContentBlock(type="video", raw={"type": "video"})),
+        mcp_sync.PromptMessage(role="user", content=mcp_sync.ResourceLink(uri="file:///a", name="a")),
+    ])
+    openai_messages = prompt.to_messages("openai")
+    assert openai_messages[0] == {"role": "user", "content": "hi"}
+    assert openai_messages[1] == {"role": "assistant", "content": "[image: image/png, 3 bytes]"}  # no images there
+    assert openai_messages[2] == {"role": "user", "content": '{"type": "video"}\n[resource link: file:///a (a)]'}
+    anthropic_messages = prompt.to_messages("anthropic")
+    assert anthropic_messages[1]["content"] == [{"type": "text", "text": "[image: image/png, 3 bytes]"}]
+    with pytest.raises(ValueError, match="format must be one of"):
+        prompt.to_messages("cohere")

@@ -7,7 +7,8 @@ Tools: echo, add (structured output), weather (structured output: an object), sl
 cancellable), wait_echo (echo after an idle wait), fail (isError),
 add_tool (registers a tool at runtime, announces tools/list_changed), ask_name (elicitation:
 elicitation/create mid-call on 2025-11-25, InputRequiredResult/MRTR on 2026-07-28).
-Resources: test://static, template test://items/{id}.  Prompt: greet(name), with completion.
+Resources: test://static, template test://items/{id}.  Prompts: greet(name), with completion;
+review(code) (text, an image, an embedded text resource, an embedded PDF, an assistant reply).
 
 How the SDK picks the protocol era (mcp/server/runner.py `serve_dual_era_loop`, verified on
 the wire, transcripts in /tmp/notes/peers.md):
@@ -39,15 +40,20 @@ from typing import Annotated, Any
 import anyio
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
+from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, UserMessage
 from mcp.server.stdio import stdio_server
 from mcp_types import (
+    BlobResourceContents,
     Completion,
     CompletionArgument,
     CompletionContext,
+    EmbeddedResource,
     EmptyResult,
+    ImageContent,
     PromptReference,
     ResourceTemplateReference,
     SetLevelRequestParams,
+    TextResourceContents,
 )
 from pydantic import BaseModel
 
@@ -150,6 +156,25 @@ def item(id: str) -> str:
 def greet(name: str) -> str:
     """A one-message user prompt greeting `name`."""
     return f"Please greet {name}."
+
+
+#: a 1x1 PNG, and a tiny PDF's bytes (base64)
+PIXEL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
+PDF_B64 = "JVBERi0xLjAKJSVFT0YK"
+
+
+@server.prompt()
+def review(code: str) -> list[Message]:
+    """Ask for a review of `code`: text, an image, the code as an embedded resource, a PDF, a reply."""
+    return [
+        UserMessage(f"Please review this code: {code}"),
+        UserMessage(ImageContent(type="image", data=PIXEL_PNG, mime_type="image/png")),
+        UserMessage(EmbeddedResource(type="resource", resource=TextResourceContents(
+            uri="file:///review/code.py", mime_type="text/x-python", text=code))),
+        UserMessage(EmbeddedResource(type="resource", resource=BlobResourceContents(
+            uri="file:///review/spec.pdf", mime_type="application/pdf", blob=PDF_B64))),
+        AssistantMessage("I will review it."),
+    ]
 
 
 @server.completion()
