@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import time
+from pathlib import Path
 from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple, Union
 
 import attrs
@@ -516,3 +517,174 @@ def test_prompt_messages_made_by_hand_and_odd_blocks() -> None:
     assert anthropic_messages[1]["content"] == [{"type": "text", "text": "[image: image/png, 3 bytes]"}]
     with pytest.raises(ValueError, match="format must be one of"):
         prompt.to_messages("cohere")
+
+
+# -- #20.3 sampling through an LLM -----------------------------------------------------------------
+
+
+class FakeLLM:
+    """A local stand-in for the OpenAI and Anthropic APIs: scripted replies, recorded requests."""
+
+    def __init__(self, replies: list[dict[str, Any]]) -> None:
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.replies, self.requests = list(replies), []  # type: ignore[var-annotated]
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append((self.path, body))
+                data = json.dumps(fake.replies.pop(0)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _chat_reply(message: dict[str, Any], finish: str, model: str = "gpt-4.1-mini") -> dict[str, Any]:
+    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}]}
+
+
+def _anthropic_reply(content: list[dict[str, Any]], stop: str, model: str = "claude-mini") -> dict[str, Any]:
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": content,
+            "stop_reason": stop, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+
+
+def _sampling_client(mode: str, on_sampling: Any) -> mcp_sync.Client:
+    return mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], mode=mode, timeout=30, on_sampling=on_sampling,
+                                 sampling_tools=True)
+
+
+@pytest.mark.parametrize("mode", ["modern", "legacy"])
+def test_openai_sampling(mode: str) -> None:
+    import json
+
+    import openai
+
+    import mcp_sync.llm
+
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}
+    fake = FakeLLM([_chat_reply({"content": "42"}, "stop"),
+                    _chat_reply({"content": None, "tool_calls": [call]}, "tool_calls", model="gpt-4.1")])
+    try:
+        handler = mcp_sync.llm.openai_sampling(openai.OpenAI(base_url=f"{fake.url}/v1", api_key="sk-test"),
+                                               model="gpt-4.1", models=["gpt-4.1-mini"])
+        with _sampling_client(mode, handler) as client:
+            answer = json.loads(client.call_tool("ask_llm", {"question": "What is 6 x 7?"}).text)
+            assert answer == {"role": "assistant", "content": {"type": "text", "text": "42"},
+                              "model": "gpt-4.1-mini", "stopReason": "endTurn"}
+            with_tools = json.loads(client.call_tool("ask_llm_tools", {"question": "Weather in Oslo?"}).text)
+            assert with_tools["stopReason"] == "toolUse" and with_tools["model"] == "gpt-4.1"
+            assert with_tools["content"] == [{"type": "tool_use", "id": "call_1", "name": "get_weather",
+                                              "input": {"city": "Oslo"}}]
+        (path, body), (_, tools_body) = fake.requests
+        assert path == "/v1/chat/completions" and body["model"] == "gpt-4.1-mini"  # the hint "mini" chose it
+        assert body["messages"][0] == {"role": "system", "content": "Answer briefly."}
+        user = body["messages"][1]
+        assert user["role"] == "user" and user["content"][0] == {"type": "text", "text": "What is 6 x 7?"}
+        assert user["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
+        assert (body["max_completion_tokens"], body["stop"], body["temperature"]) == (77, ["END"], 0.25)
+        assert tools_body["model"] == "gpt-4.1" and tools_body["tool_choice"] == "auto"
+        assert tools_body["tools"][0]["function"]["name"] == "get_weather"
+    finally:
+        fake.close()
+
+
+@pytest.mark.parametrize("mode", ["modern", "legacy"])
+def test_anthropic_sampling(mode: str) -> None:
+    import json
+
+    import anthropic
+
+    import mcp_sync.llm
+
+    fake = FakeLLM([
+        _anthropic_reply([{"type": "text", "text": "4"}, {"type": "text", "text": "2"}], "stop_sequence"),
+        _anthropic_reply([{"type": "text", "text": "Looking."},
+                          {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}],
+                         "tool_use", model="claude-big"),
+    ])
+    try:
+        handler = mcp_sync.llm.anthropic_sampling(anthropic.Anthropic(base_url=fake.url, api_key="sk-ant-test"),
+                                                  model="claude-big", models=["claude-mini"], max_tokens_limit=64)
+        with _sampling_client(mode, handler) as client:
+            answer = json.loads(client.call_tool("ask_llm", {"question": "What is 6 x 7?"}).text)
+            assert answer == {"role": "assistant", "content": {"type": "text", "text": "42"},
+                              "model": "claude-mini", "stopReason": "stopSequence"}
+            with_tools = json.loads(client.call_tool("ask_llm_tools", {"question": "Weather in Oslo?"}).text)
+            assert with_tools["stopReason"] == "toolUse"
+            assert with_tools["content"] == [
+                {"type": "text", "text": "Looking."},
+                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}]
+        (path, body), (_, tools_body) = fake.requests
+        assert path == "/v1/messages" and body["model"] == "claude-mini" and body["system"] == "Answer briefly."
+        assert (body["max_tokens"], body["stop_sequences"], body["temperature"]) == (64, ["END"], 0.25)
+        content = body["messages"][0]["content"]
+        assert content[0] == {"type": "text", "text": "What is 6 x 7?"} and content[1]["type"] == "image"
+        assert tools_body["tools"][0]["name"] == "get_weather" and tools_body["tool_choice"] == {"type": "auto"}
+    finally:
+        fake.close()
+
+
+def test_sampling_messages_with_tool_results_map_to_each_provider() -> None:
+    """A later round of a tool loop: the assistant's tool_use, then the user's tool_result."""
+    from mcp_sync._chat import chat_messages
+
+    messages = [
+        ("user", {"type": "text", "text": "Weather?"}),
+        ("assistant", [{"type": "tool_use", "id": "t1", "name": "get_weather", "input": {"city": "Oslo"}}]),
+        ("user", [{"type": "tool_result", "toolUseId": "t1", "content": [{"type": "text", "text": "sunny"}]}]),
+    ]
+    assert chat_messages(messages, "openai")[1:] == [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "t1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}]},
+        {"role": "tool", "tool_call_id": "t1", "content": "sunny"},
+    ]
+    anthropic_messages = chat_messages(messages, "anthropic")
+    assert anthropic_messages[1]["content"][0]["type"] == "tool_use"
+    assert anthropic_messages[2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "sunny"}]}]
+    gemini = chat_messages(messages, "gemini")
+    assert gemini[1] == {"role": "model", "parts": [{"function_call": {"name": "get_weather", "args": {"city": "Oslo"},
+                                                                       "id": "t1"}}]}
+    assert gemini[2]["parts"][0]["function_response"] == {"name": "get_weather", "response": {"result": "sunny"},
+                                                          "id": "t1"}
+
+
+def test_choose_model_reads_hints() -> None:
+    from mcp_sync.llm import choose_model
+
+    hints = {"modelPreferences": {"hints": [{"name": "sonnet"}, {"name": "mini"}]}}
+    assert choose_model(hints, "gpt-4.1", ["gpt-4.1-mini"]) == "gpt-4.1-mini"
+    assert choose_model({}, "gpt-4.1", ["gpt-4.1-mini"]) == "gpt-4.1"
+    assert choose_model({"modelPreferences": {"hints": "junk"}}, "m") == "m"
+
+
+def test_import_mcp_sync_stays_light() -> None:
+    """Neither ``import mcp_sync`` nor ``import mcp_sync.llm`` imports a provider SDK or framework."""
+    import subprocess
+
+    heavy = ["openai", "anthropic", "langchain_core", "agents", "mcp", "pydantic", "google"]
+    code = ("import sys, mcp_sync, mcp_sync.llm\n"
+            f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r})))")
+    out = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

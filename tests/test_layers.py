@@ -45,7 +45,8 @@ AUTH = {
     "mcp_sync._peer_guard",
 }
 FACADE = {"mcp_sync._client", "mcp_sync._client_lists", "mcp_sync._client_tasks", "mcp_sync._llm_formats"}
-INTEGRATIONS = {"mcp_sync._connect", "mcp_sync._config", "mcp_sync._group", "mcp_sync._cli", "mcp_sync.__main__"}
+INTEGRATIONS = {"mcp_sync._connect", "mcp_sync._config", "mcp_sync._group", "mcp_sync._cli", "mcp_sync.__main__",
+                "mcp_sync.llm"}
 #: Public modules an integration may use like an application does.
 PUBLIC = {"mcp_sync", "mcp_sync.exceptions", "mcp_sync.models", "mcp_sync.cancellation", "mcp_sync.auth"}
 

@@ -6,7 +6,10 @@ Run:  python sdk_server.py stdio
 Tools: echo, add (structured output), weather (structured output: an object), slow (progress + log +
 cancellable), wait_echo (echo after an idle wait), fail (isError),
 add_tool (registers a tool at runtime, announces tools/list_changed), ask_name (elicitation:
-elicitation/create mid-call on 2025-11-25, InputRequiredResult/MRTR on 2026-07-28).
+elicitation/create mid-call on 2025-11-25, InputRequiredResult/MRTR on 2026-07-28), ask_llm and
+ask_llm_tools (sampling, the same two ways: a system prompt, max tokens, stop sequences, model hints,
+an image; _tools offers a get_weather tool and needs the client's sampling.tools), each returning
+the CreateMessageResult as JSON.
 Resources: test://static, template test://items/{id}.  Prompts: greet(name), with completion;
 review(code) (text, an image, an embedded text resource, an embedded PDF, an assistant reply).
 
@@ -40,20 +43,29 @@ from typing import Annotated, Any
 import anyio
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
+from mcp.server.mcpserver.resolve import Sample
 from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, UserMessage
 from mcp.server.stdio import stdio_server
 from mcp_types import (
     BlobResourceContents,
     Completion,
+    CreateMessageResult,
+    CreateMessageResultWithTools,
     CompletionArgument,
     CompletionContext,
     EmbeddedResource,
     EmptyResult,
     ImageContent,
+    ModelHint,
+    ModelPreferences,
     PromptReference,
     ResourceTemplateReference,
+    SamplingMessage,
     SetLevelRequestParams,
+    TextContent,
     TextResourceContents,
+    Tool,
+    ToolChoice,
 )
 from pydantic import BaseModel
 
@@ -138,6 +150,39 @@ def _ask() -> Elicit[NameForm]:
 def ask_name(form: Annotated[NameForm, Resolve(_ask)]) -> str:
     """Elicit a name from the client and greet it."""
     return f"Hello, {form.name}"
+
+
+def _sample(question: str) -> Sample:
+    return Sample(
+        [SamplingMessage(role="user", content=[TextContent(type="text", text=question),
+                                               ImageContent(type="image", data=PIXEL_PNG, mime_type="image/png")])],
+        max_tokens=77,
+        system_prompt="Answer briefly.",
+        stop_sequences=["END"],
+        temperature=0.25,
+        model_preferences=ModelPreferences(hints=[ModelHint(name="mini")]),
+    )
+
+
+@server.tool()
+def ask_llm(question: str, answer: Annotated[CreateMessageResult, Resolve(_sample)]) -> str:
+    """Ask the client's LLM `question` (sampling) and return its CreateMessageResult as JSON."""
+    return answer.model_dump_json(by_alias=True, exclude_none=True)
+
+
+WEATHER_TOOL = Tool(name="get_weather", description="The weather in a city",
+                    input_schema={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+
+
+def _sample_with_tools(question: str) -> Sample:
+    return Sample([SamplingMessage(role="user", content=TextContent(type="text", text=question))], max_tokens=50,
+                  tools=[WEATHER_TOOL], tool_choice=ToolChoice(mode="auto"))
+
+
+@server.tool()
+def ask_llm_tools(question: str, answer: Annotated[CreateMessageResultWithTools, Resolve(_sample_with_tools)]) -> str:
+    """Ask the client's LLM `question`, offering it a get_weather tool; the CreateMessageResult as JSON."""
+    return answer.model_dump_json(by_alias=True, exclude_none=True)
 
 
 @server.resource("test://static", mime_type="text/plain")
