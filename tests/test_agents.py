@@ -688,3 +688,82 @@ def test_import_mcp_sync_stays_light() -> None:
                          env={"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+# -- #20.5 framework adapters ----------------------------------------------------------------------
+
+
+def test_langchain_tools(sdk: mcp_sync.Client) -> None:
+    import asyncio
+
+    from langchain_core.messages import ToolMessage
+    from langchain_core.tools import StructuredTool
+
+    import mcp_sync.llm
+
+    tools = {tool.name: tool for tool in mcp_sync.llm.to_langchain_tools(sdk)}
+    assert {"echo", "add", "weather", "fail"} <= set(tools)
+    assert all(isinstance(tool, StructuredTool) for tool in tools.values())
+    assert tools["echo"].args["text"]["type"] == "string" and tools["echo"].description == "Return the text unchanged."
+    assert tools["echo"].invoke({"text": "hi"}) == "hi"
+    assert tools["add"].invoke({"a": 2, "b": 40}) == "42"
+    assert tools["fail"].invoke({}) == "Error executing tool fail"  # isError: the error text, for the model
+    message = tools["weather"].invoke({"type": "tool_call", "id": "c1", "name": "weather", "args": {"city": "Oslo"}})
+    assert isinstance(message, ToolMessage) and message.tool_call_id == "c1"
+    assert isinstance(message.artifact, mcp_sync.CallToolResult) and message.artifact.data["city"] == "Oslo"
+    assert asyncio.run(tools["echo"].ainvoke({"text": "async"})) == "async"
+
+
+def test_langchain_tools_of_a_group() -> None:
+    import mcp_sync.llm
+
+    with mcp_sync.ClientGroup({"sdk": _sdk_entry(), "fault": _fault_entry()}, timeout=30,
+                              include={"fault": ["echo"]}) as group:
+        tools = {tool.name: tool for tool in mcp_sync.llm.to_langchain_tools(group)}
+        assert "sdk__echo" in tools and set(name for name in tools if name.startswith("fault__")) == {"fault__echo"}
+        assert tools["fault__echo"].invoke({"text": "x"}) == "x"
+
+
+def test_openai_agents_tools_in_a_run(sdk: mcp_sync.Client) -> None:
+    """A real Agents SDK run against a local fake of the Responses API: the model calls ``add``."""
+    import agents
+    import openai
+
+    import mcp_sync.llm
+
+    def response(output: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"id": "resp_1", "object": "response", "created_at": 0, "model": "gpt-4.1", "output": output,
+                "status": "completed", "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+
+    fake = FakeLLM([
+        response([{"type": "function_call", "id": "fc_1", "call_id": "call_1", "status": "completed",
+                   "name": "add", "arguments": '{"a": 2, "b": 40}'}]),
+        response([{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                   "content": [{"type": "output_text", "text": "It is 42.", "annotations": []}]}]),
+    ])
+    try:
+        tools = mcp_sync.llm.to_openai_agents_tools(sdk)
+        assert all(isinstance(tool, agents.FunctionTool) for tool in tools)
+        model = agents.OpenAIResponsesModel("gpt-4.1", openai.AsyncOpenAI(base_url=f"{fake.url}/v1", api_key="sk-x"))
+        agent = agents.Agent(name="calc", instructions="Use the tools.", model=model, tools=tools)
+        agents.set_tracing_disabled(True)
+        result = agents.Runner.run_sync(agent, "What is 2 + 40?")
+        assert result.final_output == "It is 42."
+        sent = fake.requests[0][1]
+        assert {"add", "echo"} <= {tool["name"] for tool in sent["tools"]}
+        outputs = [item for item in fake.requests[1][1]["input"] if item.get("type") == "function_call_output"]
+        assert outputs and outputs[0]["output"] == "42"
+    finally:
+        fake.close()
+
+
+def test_openai_agents_tool_errors_are_text(sdk: mcp_sync.Client) -> None:
+    import asyncio
+
+    import mcp_sync.llm
+
+    tools = {tool.name: tool for tool in mcp_sync.llm.to_openai_agents_tools(sdk)}
+    assert asyncio.run(tools["echo"].on_invoke_tool(None, '{"text": "hi"}')) == "hi"
+    assert asyncio.run(tools["fail"].on_invoke_tool(None, "{}")).startswith("Error: ")
+    assert asyncio.run(tools["echo"].on_invoke_tool(None, "{not json")).startswith("Error: ")
+    assert asyncio.run(tools["echo"].on_invoke_tool(None, '{"nope": 1}')).startswith("Error: ")

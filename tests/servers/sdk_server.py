@@ -43,16 +43,16 @@ from typing import Annotated, Any
 import anyio
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
-from mcp.server.mcpserver.resolve import Sample
 from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, UserMessage
+from mcp.server.mcpserver.resolve import Sample
 from mcp.server.stdio import stdio_server
 from mcp_types import (
     BlobResourceContents,
     Completion,
-    CreateMessageResult,
-    CreateMessageResultWithTools,
     CompletionArgument,
     CompletionContext,
+    CreateMessageResult,
+    CreateMessageResultWithTools,
     EmbeddedResource,
     EmptyResult,
     ImageContent,
