@@ -224,6 +224,74 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         )
 
     @classmethod
+    def inprocess(
+        cls,
+        server: Any,
+        *,
+        name: str | None = None,
+        client_info: Mapping[str, Any] | None = None,
+        mode: str = "auto",
+        protocol_version: str | None = None,
+        timeout: float | None = 60.0,
+        probe_timeout: float | None = 10.0,
+        max_message_bytes: int = 64 * 1024 * 1024,
+        max_pages: int = 1000,
+        input_required_max_rounds: int = 10,
+        on_elicitation: Callable[[dict], dict] | None = None,
+        on_sampling: Callable[[dict], dict] | None = None,
+        on_roots: Roots | None = None,
+        on_notification: Callable[[str, dict], None] | None = None,
+        log_level: str | None = None,
+        extensions: Mapping[str, Any] | None = None,
+        cache: bool = True,
+        sampling_tools: bool = False,
+        host_tasks: bool = False,
+        restart: bool = True,
+        url_elicitation: bool = False,
+        validate_output: str | bool = "warn",
+        validate_input: bool = False,
+    ) -> Client:
+        """A client of an MCP server object in this process, for tests: no subprocess, no socket.
+
+        ``server`` is a Python SDK ``MCPServer`` (or its low-level ``Server``, or a
+        ``fastmcp`` server). It runs on a private event-loop thread over in-memory
+        streams, as it would on stdio: both eras (``mode`` as for any client),
+        handlers, progress and notifications work as they do over a pipe.
+        ``close()`` stops it. Needs the ``mcp`` package (``mcp-sync-client[inprocess]``).
+        The other options are the :class:`Client` options.
+
+        Example::
+
+            from mcp.server.mcpserver import MCPServer
+
+            server = MCPServer("calc")
+
+            @server.tool()
+            def add(a: int, b: int) -> int:
+                return a + b
+
+            with mcp_sync.Client.inprocess(server) as client:
+                assert client.call_tool("add", {"a": 1, "b": 2}).data == 3
+        """
+        from .transports.inprocess import InProcessTransport, lowlevel_server
+
+        lowlevel_server(server)  # a TypeError now for what is no server, not at the first call
+        label = name
+
+        def factory() -> Transport:
+            return InProcessTransport(server, name=label)
+
+        return cls(
+            factory, name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
+            timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,
+            input_required_max_rounds=input_required_max_rounds, on_elicitation=on_elicitation,
+            on_sampling=on_sampling, on_roots=on_roots, on_notification=on_notification, log_level=log_level,
+            extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
+            restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
+            validate_input=validate_input,
+        )
+
+    @classmethod
     def http(
         cls,
         url: str,

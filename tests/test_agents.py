@@ -767,3 +767,102 @@ def test_openai_agents_tool_errors_are_text(sdk: mcp_sync.Client) -> None:
     assert asyncio.run(tools["fail"].on_invoke_tool(None, "{}")).startswith("Error: ")
     assert asyncio.run(tools["echo"].on_invoke_tool(None, "{not json")).startswith("Error: ")
     assert asyncio.run(tools["echo"].on_invoke_tool(None, '{"nope": 1}')).startswith("Error: ")
+
+
+# -- #20.7 servers tested in-process ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sdk_server_object() -> Any:
+    """The SDK test server's MCPServer object, imported (its module-level warning filter undone)."""
+    import importlib.util
+    import sys
+    import warnings
+
+    from conftest import SERVERS
+
+    with warnings.catch_warnings():
+        spec = importlib.util.spec_from_file_location("sdk_server_inprocess", SERVERS / "sdk_server.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # the SDK resolves the tools' annotations through it
+        spec.loader.exec_module(module)
+    return module.server
+
+
+def _sockets() -> int:
+    """How many network (TCP/UDP) sockets this process holds (an event loop's own socketpair is no network)."""
+    import os
+
+    fds, network = "/proc/self/fd", set()
+    if not os.path.isdir(fds):
+        return 0
+    for table in ("tcp", "tcp6", "udp", "udp6"):
+        try:
+            with open(f"/proc/net/{table}") as lines:
+                network.update(line.split()[9] for line in list(lines)[1:] if len(line.split()) > 9)
+        except OSError:
+            pass
+    count = 0
+    for fd in os.listdir(fds):
+        try:
+            link = os.readlink(f"{fds}/{fd}")
+        except OSError:
+            continue
+        count += link.startswith("socket:[") and link[8:-1] in network
+    return count
+
+
+@pytest.mark.parametrize("mode", ["modern", "legacy", "auto"])
+def test_inprocess_server_both_eras(sdk_server_object: Any, mode: str) -> None:
+    import threading
+
+    steps: list[Any] = []
+    sockets = _sockets()
+    with mcp_sync.Client.inprocess(sdk_server_object, mode=mode, timeout=20,
+                                   on_elicitation=lambda params: {"action": "accept", "content": {"name": "Ada"}},
+                                   on_sampling=lambda params: {"role": "assistant", "model": "stub",
+                                                               "content": {"type": "text", "text": "42"}}) as client:
+        assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+        assert client.call_tool("add", {"a": 1, "b": 2}).data == 3
+        assert client.call_tool("weather", {"city": "Oslo"}, output_type=Weather).city == "Oslo"
+        assert client.call_tool("slow", {"seconds": 0.2}, progress=lambda *p: steps.append(p)).text == "slept 0.2"
+        assert steps and steps[-1][0] == steps[-1][1]
+        assert client.call_tool("ask_name", {}).text == "Hello, Ada"             # elicitation
+        assert '"text":"42"' in client.call_tool("ask_llm", {"question": "?"}).text  # sampling
+        assert client.call_tool("fail", {}).is_error
+        assert client.read_resource("test://items/7").text == "item 7"
+        assert client.get_prompt("greet", {"name": "Ada"}).to_messages() == [
+            {"role": "user", "content": "Please greet Ada."}]
+        names = [thread.name for thread in threading.enumerate()]
+        assert any(name.startswith("mcp_sync-inprocess-") for name in names)
+        assert _sockets() == sockets  # no socket was opened
+    assert not [t for t in threading.enumerate() if t.name.startswith("mcp_sync-inprocess-")]  # close() stopped it
+
+
+def test_inprocess_calls_from_many_threads(sdk_server_object: Any) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with mcp_sync.Client.inprocess(sdk_server_object, timeout=20) as client:
+        with ThreadPoolExecutor(8) as pool:
+            texts = list(pool.map(lambda i: client.call_tool("echo", {"text": str(i)}).text, range(200)))
+        assert texts == [str(i) for i in range(200)]
+
+
+def test_inprocess_refuses_what_is_no_server() -> None:
+    with pytest.raises(TypeError, match="not an MCP server"):
+        mcp_sync.Client.inprocess(object())
+
+
+def test_inprocess_server_defined_in_the_test() -> None:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("calc")
+
+    @server.tool()
+    def multiply(a: int, b: int) -> int:
+        return a * b
+
+    for mode in ("modern", "legacy"):
+        with mcp_sync.Client.inprocess(server, mode=mode) as client:
+            assert client.call_tool("multiply", {"a": 6, "b": 7}).data == 42

@@ -200,7 +200,8 @@ def engine_violations(graph: dict[str, set[str]]) -> list[str]:
 
 
 def session_violations(graph: dict[str, set[str]]) -> list[str]:
-    concrete = {"mcp_sync.transports.stdio", "mcp_sync.transports.http", "mcp_sync.transports.sse"}
+    concrete = {"mcp_sync.transports.stdio", "mcp_sync.transports.http", "mcp_sync.transports.sse",
+                "mcp_sync.transports.inprocess"}
     return sorted(
         f"{module} imports {target}"
         for module, targets in graph.items() if layer_of(module) == "session"
