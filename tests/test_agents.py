@@ -866,3 +866,16 @@ def test_inprocess_server_defined_in_the_test() -> None:
     for mode in ("modern", "legacy"):
         with mcp_sync.Client.inprocess(server, mode=mode) as client:
             assert client.call_tool("multiply", {"a": 6, "b": 7}).data == 42
+
+
+def test_new_callables_type_hints_resolve() -> None:
+    """Runtime introspection (pydantic, LangChain) calls get_type_hints on these (#18.17)."""
+    import typing
+
+    import mcp_sync.llm
+
+    for function in (mcp_sync.llm.openai_sampling, mcp_sync.llm.anthropic_sampling, mcp_sync.llm.to_langchain_tools,
+                     mcp_sync.llm.to_openai_agents_tools, mcp_sync.llm.choose_model, mcp_sync.Client.inprocess,
+                     mcp_sync.Client.call_tool, mcp_sync.ClientGroup.add, mcp_sync.ClientGroup.remove,
+                     mcp_sync.ClientGroup.call_tool_as_task, mcp_sync.GetPromptResult.to_messages):
+        typing.get_type_hints(function)
