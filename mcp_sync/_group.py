@@ -439,13 +439,14 @@ class ClientGroup(LLMFormatsMixin):
                 raise ClientStateError("this ClientGroup was closed while adding a server")
             client.connect()  # unlocked: the network wait
             with self._lock:
-                if self._state == "closed":
-                    raise ClientStateError("this ClientGroup was closed while adding a server")
+                if self._state == "closed" or self._adding.get(name) is not client:  # closed, or removed meanwhile
+                    raise ClientStateError(f"this ClientGroup was closed, or {name!r} removed, while adding it")
                 self.clients[name] = client
                 self._adding.pop(name, None)
         except BaseException:
-            with self._lock:
-                self._forget(name)
+            with self._lock:  # forget the name unless it was removed and taken again meanwhile
+                if self._sources.get(name) is spec and self._adding.get(name) in (None, client):
+                    self._forget(name)
             if client is not None:
                 client.close()
             raise

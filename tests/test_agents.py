@@ -879,3 +879,27 @@ def test_new_callables_type_hints_resolve() -> None:
                      mcp_sync.Client.call_tool, mcp_sync.ClientGroup.add, mcp_sync.ClientGroup.remove,
                      mcp_sync.ClientGroup.call_tool_as_task, mcp_sync.GetPromptResult.to_messages):
         typing.get_type_hints(function)
+
+
+def test_remove_while_adding_leaves_no_trace() -> None:
+    """remove() of a server still connecting closes it; the add raises and the name stays free."""
+    import threading
+
+    slow_start = {"command": PY, "args": ["-c", "import time; time.sleep(30)"]}
+    with mcp_sync.ClientGroup({"fault": _fault_entry()}, timeout=30) as group:
+        errors: list[BaseException] = []
+
+        def add() -> None:
+            try:
+                group.add("sleepy", slow_start)
+            except BaseException as exc:
+                errors.append(exc)
+
+        thread = threading.Thread(target=add)
+        thread.start()
+        time.sleep(0.5)
+        group.remove("sleepy")
+        thread.join(10)
+        assert not thread.is_alive() and errors and "sleepy" not in group.clients
+        group.add("sleepy", _fault_entry())  # the name is free again
+        assert "sleepy" in group.clients
