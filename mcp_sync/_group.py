@@ -177,6 +177,12 @@ class ClientGroup(LLMFormatsMixin):
     lands in :attr:`errors` and is logged, unless ``strict=True``, which closes
     the others and raises that error.
 
+    ``include={"github": ["search_*"]}`` / ``exclude={"fs": ["delete_*"]}`` (glob
+    patterns, matched in linear time; also a config entry's ``"tools": {"include":
+    [...], "exclude": [...]}``) leave tools out: not listed, not offered to a model,
+    :class:`ToolNotFound` for :meth:`call_tool`. ``on_notification(server, method,
+    params)`` names the server. :meth:`add` and :meth:`remove` change a live group.
+
     Thread-safe like :class:`Client`: share one group between threads; the
     name maps sit behind one lock and the calls themselves run unlocked.
 
