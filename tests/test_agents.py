@@ -424,9 +424,10 @@ def test_add_runs_unlocked_and_close_ends_it() -> None:
         start = time.monotonic()
         assert group.call_tool("echo", {"text": "meanwhile"}).text == "meanwhile"
         assert time.monotonic() - start < 5
+        assert "sleepy" in group._sources and "sleepy" not in group.clients  # reserved while it connects
         group.close()
         thread.join(10)
-        assert not thread.is_alive() and errors
+        assert not thread.is_alive() and len(errors) == 1 and isinstance(errors[0], mcp_sync.MCPError), errors
 
 
 def test_group_call_tool_as_task() -> None:
