@@ -173,6 +173,6 @@ def __getattr__(name: str) -> object:
 
     if name in _LAZY:
         return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    if name == "auth":  # ``mcp_sync.auth`` (the module) is importable as usual
-        return importlib.import_module(".auth", __name__)
+    if name in ("auth", "llm"):  # ``mcp_sync.auth`` and ``mcp_sync.llm`` (modules) load on first use
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'mcp_sync' has no attribute {name!r}")

@@ -28,6 +28,7 @@ from ._protocol.subscriptions import Subscription
 from ._protocol.tasks import Task
 from ._schemas import ToolSchemas
 from ._sentinels import USE_CLIENT_DEFAULT, _Default
+from ._typed import ResultT, build_result
 from ._values import Timeout, check_env, check_json, check_timeout, check_tool_call, command_line, http_options
 from .cancellation import CancellationToken
 from .exceptions import (
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcp_sync")
 
 __all__ = ["USE_CLIENT_DEFAULT", "Client", "ClientState"]
+
 
 
 class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
@@ -211,6 +213,74 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
                 stderr=stderr,
                 max_message_bytes=max_message_bytes,
             )
+
+        return cls(
+            factory, name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
+            timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,
+            input_required_max_rounds=input_required_max_rounds, on_elicitation=on_elicitation,
+            on_sampling=on_sampling, on_roots=on_roots, on_notification=on_notification, log_level=log_level,
+            extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
+            restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
+            validate_input=validate_input,
+        )
+
+    @classmethod
+    def inprocess(
+        cls,
+        server: Any,
+        *,
+        name: str | None = None,
+        client_info: Mapping[str, Any] | None = None,
+        mode: str = "auto",
+        protocol_version: str | None = None,
+        timeout: float | None = 60.0,
+        probe_timeout: float | None = 10.0,
+        max_message_bytes: int = 64 * 1024 * 1024,
+        max_pages: int = 1000,
+        input_required_max_rounds: int = 10,
+        on_elicitation: Callable[[dict], dict] | None = None,
+        on_sampling: Callable[[dict], dict] | None = None,
+        on_roots: Roots | None = None,
+        on_notification: Callable[[str, dict], None] | None = None,
+        log_level: str | None = None,
+        extensions: Mapping[str, Any] | None = None,
+        cache: bool = True,
+        sampling_tools: bool = False,
+        host_tasks: bool = False,
+        restart: bool = True,
+        url_elicitation: bool = False,
+        validate_output: str | bool = "warn",
+        validate_input: bool = False,
+    ) -> Client:
+        """A client of an MCP server object in this process, for tests: no subprocess, no socket.
+
+        ``server`` is a Python SDK ``MCPServer`` (or its low-level ``Server``, or a
+        ``fastmcp`` server). It runs on a private event-loop thread over in-memory
+        streams, as it would on stdio: both eras (``mode`` as for any client),
+        handlers, progress and notifications work as they do over a pipe.
+        ``close()`` stops it. Needs the ``mcp`` package (``mcp-sync-client[inprocess]``).
+        The other options are the :class:`Client` options.
+
+        Example::
+
+            from mcp.server.mcpserver import MCPServer
+
+            server = MCPServer("calc")
+
+            @server.tool()
+            def add(a: int, b: int) -> int:
+                return a + b
+
+            with mcp_sync.Client.inprocess(server) as client:
+                assert client.call_tool("add", {"a": 1, "b": 2}).data == 3
+        """
+        from .transports.inprocess import InProcessTransport, lowlevel_server
+
+        lowlevel_server(server)  # a TypeError now for what is no server, not at the first call
+        label = name
+
+        def factory() -> Transport:
+            return InProcessTransport(server, name=label)
 
         return cls(
             factory, name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
@@ -593,8 +663,9 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         request_state: str | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
-    ) -> CallToolResult:
-        """Call a tool and return its :class:`CallToolResult`.
+        output_type: type[ResultT] = CallToolResult,  # type: ignore[assignment]  # ResultT's default
+    ) -> ResultT:
+        """Call a tool and return its :class:`CallToolResult` (with ``output_type=T``: a ``T``).
 
         ``progress(progress, total, message)`` runs on the dispatch thread for
         each progress notification, in order, all before this returns (only past
@@ -607,12 +678,16 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         checks the arguments against the tool's ``inputSchema`` first
         (:class:`InvalidArguments`, nothing sent; default: the client's
         ``validate_input``); the result is checked against its ``outputSchema``
-        as the client's ``validate_output`` says.
+        as the client's ``validate_output`` says. ``output_type`` (a dataclass,
+        TypedDict or attrs class) returns the result's :attr:`~CallToolResult.data`
+        built as that type instead: :class:`ProtocolError` naming the field that
+        does not fit, :class:`ToolError` for an ``isError`` result.
 
         Example::
 
             result = client.call_tool("echo", {"text": "hi"}, timeout=5)
             print(result.text)
+            weather = client.call_tool("weather", {"city": "Oslo"}, output_type=Weather)   # a Weather
         """
         tool = name if isinstance(name, Tool) else None
         tool_name = name.name if isinstance(name, Tool) else name
@@ -626,7 +701,8 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         session.require("tools", "tools/call")
         bound = self.timeout if options.timeout is USE_CLIENT_DEFAULT else options.timeout  # of the checks too
         session.schemas.check_arguments(self.tools, tool_name, tool, args, validate, bound)
-        request_ids: list[Any] | None = [] if raise_on_error else None  # for ToolError only
+        typed = output_type is not None and output_type is not CallToolResult
+        request_ids: list[Any] | None = [] if raise_on_error or typed else None  # for ToolError only
         params = {"name": tool_name, "arguments": args}
         try:
             raw = input_required.complete(
@@ -645,14 +721,17 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         else:
             result = CallToolResult.from_wire(raw)
         session.schemas.check_result(self.tools, tool_name, tool, result, bound)
-        if raise_on_error and result.is_error:
+        if (raise_on_error or typed) and result.is_error:
             raise ToolError(
                 f"tool {tool_name!r} failed: {result.text[:200]}",
                 result=result,
                 method="tools/call",
                 request_id=request_ids[-1] if request_ids else None,
             )
-        return result
+        if typed:
+            what = f"tool {tool_name!r}: the structured content"
+            return build_result(output_type, result.structured_content, result.data, what=what)
+        return result  # type: ignore[return-value]  # ResultT is CallToolResult here
 
     def read_resource(
         self,

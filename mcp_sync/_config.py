@@ -377,7 +377,23 @@ def _check_entry(entry: Mapping[str, Any], server: str, file: str | None,
         _check_strings(cwd, "the folder", lambda m: fail("cwd", m))
     else:
         raise fail("command", "an entry needs 'command' (a local server) or 'url' (a remote one)")
+    _check_tool_patterns(out.get("tools"), lambda m: fail("tools", m))
     return out
+
+
+def _check_tool_patterns(tools: Any, fail: Callable[[str], ConfigError]) -> None:
+    """``"tools": {"include": [...], "exclude": [...]}``: glob patterns a ClientGroup filters tools with."""
+    if tools is None:
+        return
+    if not isinstance(tools, Mapping):
+        raise fail("must be an object with 'include' and/or 'exclude' (lists of glob patterns)")
+    unknown = sorted(str(key) for key in tools if key not in ("include", "exclude"))
+    if unknown:
+        raise fail(f"unknown key(s) {unknown}; 'include' and 'exclude' take lists of glob patterns")
+    for key in ("include", "exclude"):
+        patterns = tools.get(key)
+        if patterns is not None and not (isinstance(patterns, list) and all(isinstance(p, str) for p in patterns)):
+            raise fail(f"'{key}' must be a list of glob patterns (strings)")
 
 
 def _read_env_file(path: Path, server: str, file: str | None) -> dict[str, str]:

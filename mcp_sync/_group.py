@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import os
@@ -14,12 +15,15 @@ from typing import Any, Callable, Iterator, Mapping, Union
 import attrs
 
 from ._client import Client, ClientState
+from ._client_tasks import Task
 from ._config import load_config
 from ._connect import NOT_GIVEN, _client_for, given_options, is_whole_config
+from ._glob import NameFilter
 from ._llm_formats import LLMFormatsMixin, ToolNames, shortened_name
 from ._options import ProgressCallback, Roots, call_options
 from ._sentinels import USE_CLIENT_DEFAULT
 from ._threads import run_concurrently
+from ._typed import ResultT
 from ._values import Timeout
 from .cancellation import CancellationToken
 from .exceptions import CapabilityError, ClientStateError, MCPError, ServerError
@@ -30,6 +34,8 @@ log = logging.getLogger("mcp_sync")
 SEPARATOR = "__"
 _MAX_ORIGINS = 10_000  # items handed out whose server server_of() still knows by identity
 Servers = Union[str, "os.PathLike[str]", Mapping[str, Union[Client, Mapping[str, Any]]]]
+#: per-server glob patterns: ``{"github": ["search_*"]}``
+Patterns = Mapping[str, Union[str, "list[str]", "tuple[str, ...]"]]
 
 
 class AmbiguousToolError(MCPError, ValueError):
@@ -171,6 +177,12 @@ class ClientGroup(LLMFormatsMixin):
     lands in :attr:`errors` and is logged, unless ``strict=True``, which closes
     the others and raises that error.
 
+    ``include={"github": ["search_*"]}`` / ``exclude={"fs": ["delete_*"]}`` (glob
+    patterns, matched in linear time; also a config entry's ``"tools": {"include":
+    [...], "exclude": [...]}``) leave tools out: not listed, not offered to a model,
+    :class:`ToolNotFound` for :meth:`call_tool`. ``on_notification(server, method,
+    params)`` names the server. :meth:`add` and :meth:`remove` change a live group.
+
     Thread-safe like :class:`Client`: share one group between threads; the
     name maps sit behind one lock and the calls themselves run unlocked.
 
@@ -190,6 +202,8 @@ class ClientGroup(LLMFormatsMixin):
         *,
         strict: bool = False,
         options: Mapping[str, Mapping[str, Any]] | None = None,
+        include: Patterns | None = None,
+        exclude: Patterns | None = None,
         env: Mapping[str, str] | None = NOT_GIVEN,
         cwd: str | os.PathLike[str] | None = NOT_GIVEN,
         inherit_env: bool = NOT_GIVEN,
@@ -214,7 +228,7 @@ class ClientGroup(LLMFormatsMixin):
         on_elicitation: Callable[[dict[str, Any]], dict[str, Any]] | None = NOT_GIVEN,
         on_sampling: Callable[[dict[str, Any]], dict[str, Any]] | None = NOT_GIVEN,
         on_roots: Roots | None = NOT_GIVEN,
-        on_notification: Callable[[str, dict[str, Any]], None] | None = NOT_GIVEN,
+        on_notification: Callable[[str, str, dict[str, Any]], None] | None = NOT_GIVEN,
         log_level: str | None = NOT_GIVEN,
         extensions: Mapping[str, Any] | None = NOT_GIVEN,
         cache: bool = NOT_GIVEN,
@@ -226,7 +240,9 @@ class ClientGroup(LLMFormatsMixin):
         validate_input: bool = NOT_GIVEN,
     ) -> None:
         # first: locals() holds only the parameters here
-        client_options = given_options(locals(), "self", "servers", "strict", "options")
+        client_options = given_options(locals(), "self", "servers", "strict", "options", "include", "exclude")
+        #: the group's ``on_notification(server, method, params)``; each client gets its own, naming it
+        self._on_notification = client_options.pop("on_notification", None)
         if isinstance(servers, (str, os.PathLike)) or is_whole_config(servers):
             servers = load_config(servers)
         self._sources: dict[str, Client | Mapping[str, Any]] = {str(name): src for name, src in servers.items()}
@@ -241,7 +257,16 @@ class ClientGroup(LLMFormatsMixin):
         built = sorted(name for name in per_server if isinstance(self._sources[name], Client))
         if built:
             raise ValueError(f"options for {built}: these are Client objects already built with their options")
+        self._client_options = client_options
         self._options = {name: {**client_options, **per_server.get(name, {})} for name in self._sources}
+        for which, given in (("include", include), ("exclude", exclude)):
+            stray = sorted(set(given or {}) - set(self._sources))
+            if stray:
+                raise ValueError(f"{which} patterns for servers that are not in the group: {stray}")
+        self._filters = {
+            name: _tool_filter(name, source, (include or {}).get(name), (exclude or {}).get(name))
+            for name, source in self._sources.items()
+        }
         self.strict = strict
         #: name -> connected :class:`Client`, for the servers that connected
         self.clients: dict[str, Client] = {}
@@ -253,6 +278,7 @@ class ClientGroup(LLMFormatsMixin):
         self._changed = threading.Condition(self._lock)
         self._state = "new"  # new -> connecting -> open -> closed (closed from any of them)
         self._connecting: dict[str, Client] = {}  # the clients of a connect in progress
+        self._adding: dict[str, Client] = {}  # the clients add() is connecting
         # every client the group owns, for the finalizer: a plain list that never refers back to
         # the group, so that a group nobody references is freed (and closes its servers) at once
         self._owned: list[Client] = [source for source in self._sources.values() if isinstance(source, Client)]
@@ -296,14 +322,14 @@ class ClientGroup(LLMFormatsMixin):
             if self._state == "open":
                 return self
             self._state = "connecting"
+            sources = dict(self._sources)  # add() and remove() wait while a connect runs
         clients: dict[str, Client] = {}
         errors: dict[str, BaseException] = {}
         try:
-            for name, source in self._sources.items():
+            for name, source in sources.items():
                 try:
                     # named after its key ("[crashes] boom" on stderr), unless a name is given
-                    options = {"name": name, **self._options[name]}
-                    clients[name] = source if isinstance(source, Client) else _client_for(source, **options)
+                    clients[name] = source if isinstance(source, Client) else self._build(name, source)
                 except (ValueError, TypeError, OSError) as exc:  # a bad entry is that server's failure
                     errors[name] = _without_traceback(exc)
             with self._lock:
@@ -360,11 +386,111 @@ class ClientGroup(LLMFormatsMixin):
             if self._state == "closed":
                 return
             self._state = "closed"
-            clients = [*self._owned, *self.clients.values(), *self._connecting.values()]
+            clients = [*self._owned, *self.clients.values(), *self._connecting.values(), *self._adding.values()]
             self._changed.notify_all()
         self._finalizer.detach()
         unique = {id(client): client for client in clients}
         run_concurrently({str(key): (client.close,) for key, client in unique.items()}, "group", "close")
+
+    def _build(self, name: str, source: Mapping[str, Any]) -> Client:
+        """An unconnected client for one entry, with its options; the group's ``on_notification``
+        gets the server's name first (a per-server ``on_notification`` in ``options`` wins)."""
+        options = {"name": name, **self._options[name]}
+        if self._on_notification is not None and "on_notification" not in options:
+            options["on_notification"] = functools.partial(_notify, self._on_notification, name)
+        return _client_for(source, **options)
+
+    def add(self, name: str, spec: Client | Mapping[str, Any], *, options: Mapping[str, Any] | None = None) -> Client:
+        """Add a server to a live group, connect it and return its client.
+
+        ``spec`` is a config entry (as :func:`load_config` returns them, ``"tools"``
+        filters included) or a :class:`Client`; ``options`` are this server's client
+        options (``{"timeout": 5}``), like ``options={name: {...}}`` of the
+        constructor, added to the group's. Connecting runs outside the group's lock, within the client's
+        ``timeout``: other threads go on using the group meanwhile. A server that
+        fails to connect is not added; its error is raised. Thread-safe; the name
+        must be new (ValueError).
+
+        Example::
+
+            group.add("time", {"command": "uvx", "args": ["mcp-server-time"]})
+            group.call_tool("get_current_time", {"timezone": "UTC"})
+        """
+        name = str(name)
+        options = dict(options or {})
+        misspelt = sorted(set(options) - _CLIENT_OPTIONS)
+        if misspelt:
+            raise TypeError(f"ClientGroup.add: unknown option(s) {misspelt}")
+        if options and isinstance(spec, Client):
+            raise ValueError(f"options for {name!r}: a Client object is already built with its options")
+        if not isinstance(spec, (Client, Mapping)):
+            raise TypeError(f"ClientGroup.add: spec must be a config entry or a Client, not {type(spec).__name__}")
+        tool_filter = _tool_filter(name, spec, None, None)
+        self._open_clients()  # the group's own servers first
+        with self._lock:
+            if self._state == "closed":
+                raise ClientStateError("this ClientGroup is closed")
+            if name in self._sources:
+                raise ValueError(f"the group already has a server named {name!r}")
+            self._sources[name] = spec  # the name is taken from here on: a second add of it fails
+            self._options[name] = {**self._client_options, **options}
+            self._filters[name] = tool_filter
+        client: Client | None = None
+        try:
+            client = spec if isinstance(spec, Client) else self._build(name, spec)
+            with self._lock:
+                self._owned.append(client)
+                self._adding[name] = client  # close() closes it while it connects
+                closed = self._state == "closed"
+            if closed:
+                raise ClientStateError("this ClientGroup was closed while adding a server")
+            client.connect()  # unlocked: the network wait
+            with self._lock:
+                if self._state == "closed" or self._adding.get(name) is not client:  # closed, or removed meanwhile
+                    raise ClientStateError(f"this ClientGroup was closed, or {name!r} removed, while adding it")
+                self.clients[name] = client
+                self._adding.pop(name, None)
+        except BaseException:
+            with self._lock:  # forget the name unless it was removed and taken again meanwhile
+                if self._sources.get(name) is spec and self._adding.get(name) in (None, client):
+                    self._forget(name)
+            if client is not None:
+                client.close()
+            raise
+        return client
+
+    def remove(self, name: str) -> None:
+        """Close one server and take it out of the group (its tools, prompts and resources go with it).
+
+        Thread-safe; calls to that server that are running meanwhile end as
+        :meth:`Client.close` ends them. Raises :class:`ToolNotFound` (a KeyError)
+        for a name the group does not have.
+
+        Example: ``group.remove("time")``
+        """
+        name = str(name)
+        with self._lock:
+            while self._state == "connecting":  # connect() reads the servers: wait for it, unlocked
+                self._changed.wait(1.0)
+            if name not in self._sources:
+                raise ToolNotFound(f"no server named {name!r}; the servers are {sorted(self._sources)}", name=name)
+            client = self.clients.get(name) or self._adding.get(name)
+            self._forget(name)
+        if client is not None:
+            client.close()
+
+    def _forget(self, name: str) -> None:
+        """Everything the group knows of one server, dropped (under the lock)."""
+        client = self.clients.pop(name, None) or self._adding.get(name)
+        self._adding.pop(name, None)
+        self._sources.pop(name, None)
+        self._options.pop(name, None)
+        self._filters.pop(name, None)
+        self.errors.pop(name, None)
+        for seen in self._seen.values():
+            seen.pop(name, None)
+        if client is not None and client in self._owned:
+            self._owned.remove(client)
 
     def _open_clients(self) -> dict[str, Client]:
         if self._state != "open":
@@ -394,24 +520,31 @@ class ClientGroup(LLMFormatsMixin):
             }[kind]  # fmt: skip
             items: Iterator[Any] = lister(**options)
             try:
+                with self._lock:
+                    tool_filter = self._filters.get(server) if kind == "tool" else None
                 for item in items:
+                    if tool_filter is not None and not tool_filter.allows(item.name):
+                        continue  # left out by the group's include/exclude patterns
                     listed[getattr(item, key)] = item
+                    shown = item
                     if prefix and kind in ("tool", "prompt"):
                         with self._lock:
                             name = self._names[kind].prefixed(server, item.name)
-                        item = attrs.evolve(item, name=name)
+                        shown = attrs.evolve(item, name=name)
                     with self._lock:
-                        self._origins[id(item)] = (item, server)
+                        self._origins[id(item)] = (item, server)  # the server's own item too (approve gets it)
+                        self._origins[id(shown)] = (shown, server)
                         while len(self._origins) > _MAX_ORIGINS:
                             self._origins.popitem(last=False)
-                    yield item
+                    yield shown
             except CapabilityError:
                 continue  # the server has no such things
             except MCPError as exc:
                 log.warning("mcp_sync: listing %ss of server %r failed: %s", kind, server, exc)
                 continue
             with self._lock:
-                self._seen[kind][server] = listed
+                if server in self._sources:  # not removed meanwhile
+                    self._seen[kind][server] = listed
 
     def tools(
         self,
@@ -532,7 +665,18 @@ class ClientGroup(LLMFormatsMixin):
         return found
 
     def _route(self, kind: str, name: str, server: str | None) -> tuple[str, str]:
-        """(server, name on that server) for a plain or prefixed ``name``."""
+        """(server, name on that server) for a plain or prefixed ``name``; a tool the group's
+        include/exclude patterns leave out is not found."""
+        found = self._find_route(kind, name, server)
+        if kind == "tool":
+            with self._lock:
+                tool_filter = self._filters.get(found[0])
+            if tool_filter is not None and not tool_filter.allows(found[1]):
+                raise ToolNotFound(f"tool {found[1]!r} of server {found[0]!r} is left out by the group's filters",
+                                   name=name)
+        return found
+
+    def _find_route(self, kind: str, name: str, server: str | None) -> tuple[str, str]:
         if server is not None:
             self._client(server, name)
             names = self._names.get(kind)
@@ -592,11 +736,12 @@ class ClientGroup(LLMFormatsMixin):
         request_state: str | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
-    ) -> CallToolResult:
+        output_type: type[ResultT] = CallToolResult,  # type: ignore[assignment]  # ResultT's default
+    ) -> ResultT:
         """Call a tool on the server that has it (``name`` plain or prefixed, or a listed Tool).
 
         The options are those of :meth:`Client.call_tool` (``timeout``,
-        ``progress``, ``cancel``, ``raise_on_error``, ...). Raises
+        ``progress``, ``cancel``, ``raise_on_error``, ``output_type``, ...). Raises
         :class:`AmbiguousToolError` / :class:`ToolNotFound` as :meth:`find_tool`.
 
         Example::
@@ -612,6 +757,36 @@ class ClientGroup(LLMFormatsMixin):
             plain, arguments, validate=validate, timeout=timeout, progress=progress, cancel=cancel, meta=meta,
             raise_on_error=raise_on_error, input_responses=input_responses, request_state=request_state,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
+            output_type=output_type,
+        )
+
+    def call_tool_as_task(
+        self,
+        name: str | Tool,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        server: str | None = None,
+        ttl: int | None = None,
+        timeout: Timeout = USE_CLIENT_DEFAULT,
+        cancel: CancellationToken | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Task:
+        """Start a tool call as a task on the server that has the tool (routed like :meth:`call_tool`).
+
+        The options are those of :meth:`Client.call_tool_as_task`; the :class:`Task`
+        is that server's (``task.wait()``, ``group.clients[server].get_task(task)``).
+
+        Example::
+
+            task = group.call_tool_as_task("long_job", {"input": "data"}, ttl=60_000)
+            result = task.wait(timeout=600)
+        """
+        if isinstance(name, Tool):
+            server = server or self.server_of(name)
+            name = name.name
+        server, plain = self._route("tool", name, server)
+        return self._client(server, name).call_tool_as_task(
+            plain, arguments, ttl=ttl, timeout=timeout, cancel=cancel, meta=meta
         )
 
     def get_prompt(
@@ -699,6 +874,9 @@ class ClientGroup(LLMFormatsMixin):
     def _llm_tools(self) -> list[Tool]:
         return list(self.tools(prefix=True))
 
+    def _tool_to_approve(self, name: str) -> Tool:
+        return self.find_tool(name)[1]  # as its server names it; server_of() knows it
+
     def __repr__(self) -> str:
         return f"<ClientGroup {self._state} servers={sorted(self._sources)} failed={sorted(self.errors)}>"
 
@@ -734,7 +912,7 @@ def _collect_group(owned: list[Client], label: str) -> None:
 
 #: the option names a per-server ``options=`` entry may use: the group's own keyword options
 _CLIENT_OPTIONS = frozenset(inspect.signature(ClientGroup.__init__).parameters) - {
-    "self", "servers", "strict", "options"}
+    "self", "servers", "strict", "options", "include", "exclude"}
 
 
 def _call_options(
@@ -755,3 +933,35 @@ def _call_options(
         "cache": cache, "timeout": timeout, "cancel": cancel, "progress": progress, "meta": meta,
         "reset_timeout_on_progress": reset_timeout_on_progress, "max_total_timeout": max_total_timeout,
     }
+
+
+def _notify(on_notification: Callable[[str, str, dict[str, Any]], None], server: str, method: str,
+            params: dict[str, Any]) -> None:
+    """A group's ``on_notification``, as one client's: the server's name first."""
+    on_notification(server, method, params)
+
+
+def _tool_filter(name: str, source: Any, include: Any, exclude: Any) -> NameFilter | None:
+    """The tool filter of one server: ``include``/``exclude`` given to the group, else (include) and
+    also (exclude) those of its config entry's ``"tools"``; None when nothing is filtered."""
+    tools = source.get("tools") if isinstance(source, Mapping) else None
+    if tools is not None and not isinstance(tools, Mapping):
+        raise ValueError(f"server {name!r}: 'tools' must be an object with 'include' and/or 'exclude'")
+    entry_include = tools.get("include") if tools else None
+    entry_exclude = tools.get("exclude") if tools else None
+    include = include if include is not None else entry_include
+    excluded = [*_listed(exclude, name, "exclude"), *_listed(entry_exclude, name, "exclude")]
+    if include is None and not excluded:
+        return None
+    return NameFilter(None if include is None else _listed(include, name, "include"), excluded)
+
+
+def _listed(patterns: Any, server: str, which: str) -> list[str]:
+    if patterns is None:
+        return []
+    if isinstance(patterns, str):
+        return [patterns]
+    if not isinstance(patterns, (list, tuple)) or not all(isinstance(p, str) for p in patterns):
+        raise TypeError(f"server {server!r}: {which} patterns must be a list of strings")
+    return list(patterns)
+

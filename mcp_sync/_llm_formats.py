@@ -12,7 +12,7 @@ import json
 import logging
 import re
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Mapping, overload
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, Literal, Mapping, Union, overload
 
 from ._options import ProgressCallback
 from ._sentinels import USE_CLIENT_DEFAULT
@@ -61,6 +61,10 @@ else:  # at run time they are Any (importing the SDKs would cost seconds), so ge
     ResponseFunctionToolCall = OpenAIFunctionCallOutput = Any
 
 log = logging.getLogger("mcp_sync")
+
+#: ``approve(tool, arguments) -> bool | str`` for :meth:`LLMFormatsMixin.run_tool_call`: True runs the
+#: tool; False, or a reason, sends the model an error result instead.
+Approve = Callable[[Tool, Dict[str, Any]], Union[bool, str]]
 
 # The strictest rule among the three APIs: OpenAI and Anthropic take ^[a-zA-Z0-9_-]{1,64}$,
 # Gemini also wants a letter or underscore first.
@@ -831,6 +835,7 @@ class ToolNames:
         self._lock = threading.Lock()
         self._names: dict[str, str] = {}  # LLM name -> the name call_tool takes
         self._schemas: dict[str, Any] = {}  # the name call_tool takes -> its inputSchema
+        self._listed: dict[str, Tool] = {}  # the name call_tool takes -> the Tool as listed (for approve)
 
     def remember(self, tools: list[Tool]) -> list[Tool]:
         """Note the names ``tools`` are offered under (the export itself warns about faults, once)."""
@@ -838,6 +843,7 @@ class ToolNames:
         with self._lock:
             self._names.update((name, tool.name) for name, tool in assigned)
             self._schemas.update((tool.name, tool.input_schema) for _, tool in assigned)
+            self._listed.update((tool.name, tool) for _, tool in assigned)
         return tools
 
     def resolve(self, name: str, relist: Callable[[], list[Tool]]) -> tuple[str | None, Any]:
@@ -849,6 +855,12 @@ class ToolNames:
         with self._lock:
             tool_name = self._names.get(name)
             return tool_name, self._schemas.get(tool_name) if tool_name is not None else None
+
+    def tool(self, name: str) -> Tool:
+        """The Tool as listed for the call_tool name ``name`` (a bare one if it was never listed)."""
+        with self._lock:
+            listed = self._listed.get(name)
+        return listed if listed is not None else Tool(name=name, input_schema={"type": "object"})
 
     def offered(self) -> list[str]:
         with self._lock:
@@ -870,6 +882,10 @@ class LLMFormatsMixin:
     def _llm_tools(self) -> list[Tool]:
         """The tools offered to a model (ClientGroup: with prefixed names)."""
         return list(self.tools())
+
+    def _tool_to_approve(self, name: str) -> Tool:
+        """The :class:`Tool` an ``approve`` callback is shown for the call_tool name ``name``."""
+        return self._tool_names.tool(name)
 
     @overload
     def to_openai_tools(self, api: Literal["chat"] = ..., strict: bool = ...) -> list[OpenAIChatTool]: ...
@@ -918,6 +934,7 @@ class LLMFormatsMixin:
         meta: Mapping[str, Any] | None = ...,
         reset_timeout_on_progress: bool = ...,
         max_total_timeout: float | None = ...,
+        approve: Approve | None = ...,
     ) -> OpenAIToolMessage: ...
     @overload
     def run_tool_call(
@@ -932,6 +949,7 @@ class LLMFormatsMixin:
         meta: Mapping[str, Any] | None = ...,
         reset_timeout_on_progress: bool = ...,
         max_total_timeout: float | None = ...,
+        approve: Approve | None = ...,
     ) -> OpenAIFunctionCallOutput: ...
     @overload
     def run_tool_call(
@@ -946,6 +964,7 @@ class LLMFormatsMixin:
         meta: Mapping[str, Any] | None = ...,
         reset_timeout_on_progress: bool = ...,
         max_total_timeout: float | None = ...,
+        approve: Approve | None = ...,
     ) -> AnthropicToolResult: ...
     @overload
     def run_tool_call(
@@ -960,6 +979,7 @@ class LLMFormatsMixin:
         meta: Mapping[str, Any] | None = ...,
         reset_timeout_on_progress: bool = ...,
         max_total_timeout: float | None = ...,
+        approve: Approve | None = ...,
     ) -> Any: ...
     def run_tool_call(
         self,
@@ -973,6 +993,7 @@ class LLMFormatsMixin:
         meta: Mapping[str, Any] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
+        approve: Approve | None = None,
     ) -> Any:
         """Run one tool call an LLM asked for and return the provider's tool-result message.
 
@@ -991,10 +1012,21 @@ class LLMFormatsMixin:
         ``call_tool`` (e.g. ``timeout=30``). Type checkers see the SDK's message
         type when ``call`` is the SDK's call object (a dict gives Any).
 
+        ``approve(tool, arguments) -> bool | str``, when given, runs (on the calling
+        thread) before the tool does, with the listed :class:`Tool` (a group's: as
+        its server names it; ``group.server_of(tool)`` tells which server) and the
+        arguments about to be sent. ``True`` runs the tool; ``False`` or a string
+        (the reason) refuses it: the model gets an error result saying the call
+        was not approved, and why; nothing is raised, nothing is sent. An
+        exception from ``approve`` itself propagates.
+
         Example::
 
             for call in reply.choices[0].message.tool_calls or []:
                 messages.append(client.run_tool_call(call, format="openai"))
+
+            client.run_tool_call(call, format="anthropic",
+                                 approve=lambda tool, args: tool.name != "rm" or "deleting is not allowed")
         """
         if format not in _FORMATS:
             raise ValueError(f"format must be one of {_FORMATS}, not {format!r}")
@@ -1009,14 +1041,34 @@ class LLMFormatsMixin:
                 return _error_message(parsed, _unknown_tool(parsed.name, self._tool_names.offered()))
             if schema is not None:
                 arguments = drop_optional_nulls(arguments, schema)
+            shown = self._tool_to_approve(tool_name) if approve is not None else None
+        except (MCPError, ValueError, RecursionError) as exc:  # listing failed: the model reads why and goes on
+            return _failed(parsed, exc)
+        if approve is not None and shown is not None:  # outside the try: approve's own errors propagate
+            refusal = _refusal(approve(shown, arguments))
+            if refusal is not None:
+                log.info("mcp_sync: tool call %r not approved%s", _short(parsed.name), refusal)
+                return _error_message(parsed, f"tool {_short(parsed.name)!r} was not approved{refusal}")
+        try:
             result = self.call_tool(
                 tool_name, arguments, validate=validate, timeout=timeout, progress=progress, cancel=cancel, meta=meta,
                 reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
             )
         except (MCPError, ValueError, RecursionError) as exc:  # the tool failed: the model reads why and goes on
-            log.info("mcp_sync: tool call %r failed: %s", _short(parsed.name), exc)
-            return _error_message(parsed, f"tool {_short(parsed.name)!r} failed: {type(exc).__name__}: {exc}")
+            return _failed(parsed, exc)
         return _message(parsed, result)
+
+
+def _failed(call: _ParsedCall, exc: BaseException) -> dict[str, Any]:
+    log.info("mcp_sync: tool call %r failed: %s", _short(call.name), exc)
+    return _error_message(call, f"tool {_short(call.name)!r} failed: {type(exc).__name__}: {exc}")
+
+
+def _refusal(answer: Any) -> str | None:
+    """None when ``approve`` answered yes, else the text that follows "was not approved"."""
+    if isinstance(answer, str):
+        return f": {answer}" if answer else ""
+    return None if answer else ""
 
 
 def _unknown_tool(name: str, known: Iterable[str]) -> str:

@@ -262,3 +262,11 @@ class Dispatcher:
         if self._thread is not None:
             self._queue.put(self._STOP)
             join_quietly(self._thread, timeout)
+
+
+async def run_blocking(function: Callable[..., Any], *args: Any) -> Any:
+    """Await a blocking call (a tool call from an asyncio framework's tool): it runs on the running
+    event loop's default executor, the application's threads, so the loop is never blocked."""
+    import asyncio
+
+    return await asyncio.get_running_loop().run_in_executor(None, function, *args)

@@ -233,6 +233,25 @@ class EmbeddedResource:
 Content = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource, ContentBlock]
 
 
+def _wire(block: Any) -> dict[str, Any]:
+    """A content block as its wire dict: ``.raw`` when it came from the wire, else built from its fields."""
+    raw = getattr(block, "raw", None)
+    if raw:
+        return dict(raw)
+    if isinstance(block, TextContent):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, (ImageContent, AudioContent)):
+        return {"type": block.type, "data": block.data, "mimeType": block.mime_type}
+    if isinstance(block, ResourceLink):
+        return {"type": "resource_link", "uri": block.uri, "name": block.name}
+    if isinstance(block, EmbeddedResource):
+        item = block.resource
+        body: dict[str, Any] = {"uri": item.uri, "mimeType": item.mime_type}
+        body.update({"text": item.text} if isinstance(item, TextResourceContents) else {"blob": item.blob})
+        return {"type": "resource", "resource": body}
+    return {"type": getattr(block, "type", "unknown")}
+
+
 def resource_contents_from_wire(raw: dict[str, Any]) -> ResourceContents:
     uri = raw["uri"] if isinstance(raw.get("uri"), str) else ""
     mime_type, meta = _opt_str(raw.get("mimeType")), _opt_dict(raw.get(_META))
@@ -493,6 +512,21 @@ class CallToolResult:
         """The text content blocks, joined."""
         return _join_text(self.content)
 
+    @property
+    def data(self) -> Any:
+        """The structured content as the tool meant it: a lone ``{"result": x}`` (what SDK servers
+        send for a tool whose return type is not an object) is ``x``; ``None`` when there is none.
+
+        Example::
+
+            client.call_tool("add", {"a": 1, "b": 2}).data        # 3 (structuredContent {"result": 3})
+            client.call_tool("weather", {"city": "Oslo"}).data    # {"city": "Oslo", "temp": 3.5}
+        """
+        value = self.structured_content
+        if isinstance(value, dict) and len(value) == 1 and "result" in value:
+            return value["result"]
+        return value
+
     @classmethod
     def from_wire(cls, raw: dict[str, Any]) -> CallToolResult:
         content = raw.get("content")
@@ -572,6 +606,22 @@ class GetPromptResult:
     description: str | None = None
     meta: dict[str, Any] | None = attrs.field(default=None, repr=False)
     raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+
+    def to_messages(self, format: str = "openai") -> list[dict[str, Any]]:
+        """The prompt's messages as chat messages for ``format`` ``"openai"`` (Chat Completions),
+        ``"anthropic"`` (Messages) or ``"gemini"`` (``contents``): plain dicts, images and embedded
+        resources in each provider's shape (an image as a data URL / base64 ``image`` block /
+        ``inline_data``; an embedded text resource as text, for Anthropic a ``document``),
+        consecutive messages of one role merged.
+
+        Example::
+
+            messages = client.get_prompt("greet", {"name": "Ada"}).to_messages(format="anthropic")
+            reply = anthropic.Anthropic().messages.create(model=..., max_tokens=1024, messages=messages)
+        """
+        from ._chat import chat_messages
+
+        return chat_messages(((m.role, _wire(m.content)) for m in self.messages), format)
 
     @classmethod
     def from_wire(cls, raw: dict[str, Any]) -> GetPromptResult:

@@ -38,14 +38,15 @@ GROUND = {
     "mcp_sync.exceptions", "mcp_sync.models", "mcp_sync.cancellation", "mcp_sync._ids", "mcp_sync._urls",
     "mcp_sync._threads", "mcp_sync._values", "mcp_sync._sentinels", "mcp_sync._version", "mcp_sync._names",
     "mcp_sync._headers", "mcp_sync._options", "mcp_sync._schema_subset", "mcp_sync.transports.base",
-    "mcp_sync._terminal",
+    "mcp_sync._terminal", "mcp_sync._typed", "mcp_sync._glob", "mcp_sync._chat",
 }
 AUTH = {
     "mcp_sync.auth", "mcp_sync._oauth_flow", "mcp_sync._browser_auth", "mcp_sync._token_store", "mcp_sync._jwt",
     "mcp_sync._peer_guard",
 }
 FACADE = {"mcp_sync._client", "mcp_sync._client_lists", "mcp_sync._client_tasks", "mcp_sync._llm_formats"}
-INTEGRATIONS = {"mcp_sync._connect", "mcp_sync._config", "mcp_sync._group", "mcp_sync._cli", "mcp_sync.__main__"}
+INTEGRATIONS = {"mcp_sync._connect", "mcp_sync._config", "mcp_sync._group", "mcp_sync._cli", "mcp_sync.__main__",
+                "mcp_sync.llm"}
 #: Public modules an integration may use like an application does.
 PUBLIC = {"mcp_sync", "mcp_sync.exceptions", "mcp_sync.models", "mcp_sync.cancellation", "mcp_sync.auth"}
 
@@ -199,7 +200,8 @@ def engine_violations(graph: dict[str, set[str]]) -> list[str]:
 
 
 def session_violations(graph: dict[str, set[str]]) -> list[str]:
-    concrete = {"mcp_sync.transports.stdio", "mcp_sync.transports.http", "mcp_sync.transports.sse"}
+    concrete = {"mcp_sync.transports.stdio", "mcp_sync.transports.http", "mcp_sync.transports.sse",
+                "mcp_sync.transports.inprocess"}
     return sorted(
         f"{module} imports {target}"
         for module, targets in graph.items() if layer_of(module) == "session"

@@ -66,7 +66,7 @@ def test_connect_and_client_group_take_the_constructors_options() -> None:
     constructors = keywords(mcp_sync.Client.stdio, "command", "args") | keywords(mcp_sync.Client.http, "url")
     assert keywords(mcp_sync.Client.sse, "url") == keywords(mcp_sync.Client.http, "url")
     assert keywords(mcp_sync.connect, "target") == constructors
-    assert keywords(mcp_sync.ClientGroup.__init__, "servers", "strict", "options") == constructors
+    assert keywords(mcp_sync.ClientGroup.__init__, "servers", "strict", "options", "include", "exclude") == constructors
 
 
 def test_group_and_run_tool_call_take_the_client_call_options() -> None:
@@ -75,9 +75,9 @@ def test_group_and_run_tool_call_take_the_client_call_options() -> None:
     for name, own in (("call_tool", {"server"}), ("get_prompt", {"server"}), ("read_resource", {"server"}),
                       ("tools", {"prefix"}), ("prompts", {"prefix"}), ("resources", set())):
         assert keywords(getattr(mcp_sync.ClientGroup, name)) - own == keywords(getattr(mcp_sync.Client, name)), name
-    run = keywords(mcp_sync.Client.run_tool_call, "call", "format")
+    run = keywords(mcp_sync.Client.run_tool_call, "call", "format", "approve")  # approve: #20.1
     assert run == keywords(mcp_sync.Client.call_tool, "name", "arguments") - {
-        "raise_on_error", "input_responses", "request_state"}
+        "raise_on_error", "input_responses", "request_state", "output_type"}
 
 
 def test_misspelt_option_of_a_layer_is_an_immediate_type_error(tmp_path: Path) -> None:

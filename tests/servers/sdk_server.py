@@ -3,11 +3,15 @@
 Run:  python sdk_server.py stdio
       python sdk_server.py http --port N     (Streamable HTTP on http://127.0.0.1:N/mcp)
 
-Tools: echo, add (structured output), slow (progress + log + cancellable), wait_echo (echo after
-an idle wait), fail (isError),
+Tools: echo, add (structured output), weather (structured output: an object), slow (progress + log +
+cancellable), wait_echo (echo after an idle wait), fail (isError),
 add_tool (registers a tool at runtime, announces tools/list_changed), ask_name (elicitation:
-elicitation/create mid-call on 2025-11-25, InputRequiredResult/MRTR on 2026-07-28).
-Resources: test://static, template test://items/{id}.  Prompt: greet(name), with completion.
+elicitation/create mid-call on 2025-11-25, InputRequiredResult/MRTR on 2026-07-28), ask_llm and
+ask_llm_tools (sampling, the same two ways: a system prompt, max tokens, stop sequences, model hints,
+an image; _tools offers a get_weather tool and needs the client's sampling.tools), each returning
+the CreateMessageResult as JSON.
+Resources: test://static, template test://items/{id}.  Prompts: greet(name), with completion;
+review(code) (text, an image, an embedded text resource, an embedded PDF, an assistant reply).
 
 How the SDK picks the protocol era (mcp/server/runner.py `serve_dual_era_loop`, verified on
 the wire, transcripts in /tmp/notes/peers.md):
@@ -39,15 +43,29 @@ from typing import Annotated, Any
 import anyio
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
+from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, UserMessage
+from mcp.server.mcpserver.resolve import Sample
 from mcp.server.stdio import stdio_server
 from mcp_types import (
+    BlobResourceContents,
     Completion,
     CompletionArgument,
     CompletionContext,
+    CreateMessageResult,
+    CreateMessageResultWithTools,
+    EmbeddedResource,
     EmptyResult,
+    ImageContent,
+    ModelHint,
+    ModelPreferences,
     PromptReference,
     ResourceTemplateReference,
+    SamplingMessage,
     SetLevelRequestParams,
+    TextContent,
+    TextResourceContents,
+    Tool,
+    ToolChoice,
 )
 from pydantic import BaseModel
 
@@ -67,6 +85,18 @@ def echo(text: str) -> str:
 def add(a: int, b: int) -> int:
     """Add two integers (structured output: {"result": a+b})."""
     return a + b
+
+
+class Weather(BaseModel):
+    city: str
+    temp: float
+    conditions: list[str]
+
+
+@server.tool()
+def weather(city: str) -> Weather:
+    """The weather in `city` (structured output: an object, {"city", "temp", "conditions"})."""
+    return Weather(city=city, temp=3.5, conditions=["cloudy", "windy"])
 
 
 @server.tool()
@@ -122,6 +152,39 @@ def ask_name(form: Annotated[NameForm, Resolve(_ask)]) -> str:
     return f"Hello, {form.name}"
 
 
+def _sample(question: str) -> Sample:
+    return Sample(
+        [SamplingMessage(role="user", content=[TextContent(type="text", text=question),
+                                               ImageContent(type="image", data=PIXEL_PNG, mime_type="image/png")])],
+        max_tokens=77,
+        system_prompt="Answer briefly.",
+        stop_sequences=["END"],
+        temperature=0.25,
+        model_preferences=ModelPreferences(hints=[ModelHint(name="mini")]),
+    )
+
+
+@server.tool()
+def ask_llm(question: str, answer: Annotated[CreateMessageResult, Resolve(_sample)]) -> str:
+    """Ask the client's LLM `question` (sampling) and return its CreateMessageResult as JSON."""
+    return answer.model_dump_json(by_alias=True, exclude_none=True)
+
+
+WEATHER_TOOL = Tool(name="get_weather", description="The weather in a city",
+                    input_schema={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+
+
+def _sample_with_tools(question: str) -> Sample:
+    return Sample([SamplingMessage(role="user", content=TextContent(type="text", text=question))], max_tokens=50,
+                  tools=[WEATHER_TOOL], tool_choice=ToolChoice(mode="auto"))
+
+
+@server.tool()
+def ask_llm_tools(question: str, answer: Annotated[CreateMessageResultWithTools, Resolve(_sample_with_tools)]) -> str:
+    """Ask the client's LLM `question`, offering it a get_weather tool; the CreateMessageResult as JSON."""
+    return answer.model_dump_json(by_alias=True, exclude_none=True)
+
+
 @server.resource("test://static", mime_type="text/plain")
 def static_resource() -> str:
     """A static text resource."""
@@ -138,6 +201,25 @@ def item(id: str) -> str:
 def greet(name: str) -> str:
     """A one-message user prompt greeting `name`."""
     return f"Please greet {name}."
+
+
+#: a 1x1 PNG, and a tiny PDF's bytes (base64)
+PIXEL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
+PDF_B64 = "JVBERi0xLjAKJSVFT0YK"
+
+
+@server.prompt()
+def review(code: str) -> list[Message]:
+    """Ask for a review of `code`: text, an image, the code as an embedded resource, a PDF, a reply."""
+    return [
+        UserMessage(f"Please review this code: {code}"),
+        UserMessage(ImageContent(type="image", data=PIXEL_PNG, mime_type="image/png")),
+        UserMessage(EmbeddedResource(type="resource", resource=TextResourceContents(
+            uri="file:///review/code.py", mime_type="text/x-python", text=code))),
+        UserMessage(EmbeddedResource(type="resource", resource=BlobResourceContents(
+            uri="file:///review/spec.pdf", mime_type="application/pdf", blob=PDF_B64))),
+        AssistantMessage("I will review it."),
+    ]
 
 
 @server.completion()

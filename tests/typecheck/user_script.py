@@ -69,6 +69,8 @@ def main() -> None:
             raise_on_error=True, reset_timeout_on_progress=True, max_total_timeout=60,
         )
         print(result.text, [describe(block) for block in result.content])
+        total: int = client.call_tool("add", {"a": 1, "b": 2}, output_type=int)  # #20.2: the type asked for
+        print(total + 1, result.data, client.get_prompt("greet").to_messages(format="anthropic"))
         read: mcp_sync.ReadResourceResult = client.read_resource("file:///a", cache="bypass", timeout=None)
         for item in read.contents:
             if isinstance(item, mcp_sync.TextResourceContents):
@@ -142,6 +144,9 @@ def layers(client: mcp_sync.Client, call: dict[str, Any]) -> None:
             return
         print(result.text, group.get_prompt("greet", {"name": "Ada"}, server="github", timeout=5).messages)
         print(group.read_resource("file:///notes.txt", cache="bypass").text)
+        counted: int = group.call_tool("add", {"a": 1}, output_type=int)
+        print(counted, group.add("time", {"command": "uvx"}, options={"timeout": 5}).name)
+        group.remove("time")
         answer: dict[str, Any] = group.run_tool_call(call, format="openai", timeout=30, progress=on_progress)
         print(answer, group.to_openai_tools(api="responses", strict=True), group.to_anthropic_tools(),
               group.to_gemini_tools(), sorted(group.clients), group.errors)

@@ -1,0 +1,287 @@
+"""A tool's structured result as the caller's own type: a dataclass, TypedDict or attrs class (#20.2).
+
+:func:`build` turns the JSON a server sent (``CallToolResult.data``) into an instance of the type
+the caller names, checking each field against its annotation on the way: a missing field or a
+value of the wrong type raises :class:`~mcp_sync.ProtocolError` naming the field's path
+(``field 'forecast[2].temp': expected float, got str``). Fields the type does not name are
+ignored (servers may add fields). Time is linear in the size of the value for a given type; the
+nesting walked is bounded by :data:`MAX_DEPTH`.
+
+Understood annotations: the classes above (nested too), pydantic models (``model_validate``),
+``int``, ``float`` (an int is taken), ``str``, ``bool``, ``None``, ``Any``, ``list[X]``,
+``tuple[X, ...]``, ``dict[str, X]``, ``Optional``/``Union`` (the first member that fits),
+``Literal[...]``, ``Enum`` subclasses; any other class takes a value that is an instance of it.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import dataclasses
+import enum
+import functools
+import sys
+import typing
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import attrs
+
+from .exceptions import ProtocolError
+
+T = TypeVar("T")
+
+if TYPE_CHECKING:  # a default (PEP 696): call_tool() without output_type is a CallToolResult to type checkers
+    from typing_extensions import TypeVar as DefaultedTypeVar
+
+    from .models import CallToolResult
+
+    ResultT = DefaultedTypeVar("ResultT", default=CallToolResult)
+else:
+    ResultT = TypeVar("ResultT")
+
+#: How deep a value is walked for a (recursive) type: deeper is refused, never a RecursionError.
+MAX_DEPTH = 100
+
+_NONE = type(None)
+_SEQUENCES = (list, tuple, set, frozenset, collections.abc.Sequence, collections.abc.MutableSequence,
+              collections.abc.Iterable, collections.abc.Collection)
+_MAPPINGS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
+_JSON_NAMES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number"}
+
+if sys.version_info >= (3, 10):
+    import types
+
+    _UNION_TYPES: tuple[Any, ...] = (typing.Union, types.UnionType)
+else:  # pragma: no cover - 3.9
+    _UNION_TYPES = (typing.Union,)
+
+
+class _Mismatch(Exception):
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(path, problem)
+        self.path, self.problem = path, problem
+
+
+def build(output_type: type[T], value: Any, *, what: str = "the structured content") -> T:
+    """``value`` (JSON) as an ``output_type`` instance; ProtocolError naming the field that does not fit.
+
+    Example::
+
+        @dataclasses.dataclass
+        class Weather:
+            city: str
+            temp: float
+
+        build(Weather, {"city": "Oslo", "temp": 3})   # Weather(city='Oslo', temp=3.0)
+    """
+    if value is None and not _accepts_none(output_type):
+        raise ProtocolError(f"{what} is missing: there is nothing to build a {_type_name(output_type)} from")
+    try:
+        result: T = _convert(output_type, value, "", 0)
+    except _Mismatch as exc:
+        where = f"field {exc.path!r}" if exc.path else "the value"
+        raise ProtocolError(
+            f"{what} does not fit {_type_name(output_type)}: {where}: {exc.problem}"
+        ) from None
+    return result
+
+
+def build_result(output_type: type[T], structured: Any, data: Any, *, what: str) -> T:
+    """``output_type`` built from a tool's ``data`` (its unwrapped structured content), else from the
+    structured content itself (a type whose one field is named ``result``): see :func:`build`."""
+    try:
+        return build(output_type, data, what=what)
+    except ProtocolError:
+        if structured is data:
+            raise
+        try:
+            return build(output_type, structured, what=what)
+        except ProtocolError:
+            pass
+        raise
+
+
+def _type_name(tp: Any) -> str:
+    return str(getattr(tp, "__name__", tp))
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else _JSON_NAMES.get(type(value), type(value).__name__)
+
+
+def _accepts_none(tp: Any) -> bool:
+    if tp in (Any, object, None, _NONE):
+        return True
+    return typing.get_origin(tp) in _UNION_TYPES and _NONE in typing.get_args(tp)
+
+
+def _join(path: str, key: Any) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else str(key)
+
+
+def _is_typed_dict(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__total__")
+
+
+def _required_keys(tp: Any) -> set[str]:
+    """A TypedDict's required keys, read from its hints: ``__required_keys__`` is wrong for
+    ``NotRequired[...]`` written as a string (``from __future__ import annotations``)."""
+    required: set[str] = set()
+    try:
+        hints = typing.get_type_hints(tp, include_extras=True)
+    except Exception:
+        return set(getattr(tp, "__required_keys__", ()))
+    total = getattr(tp, "__total__", True)
+    listed = set(getattr(tp, "__required_keys__", ()))
+    for name, hint in hints.items():
+        marker = getattr(typing.get_origin(hint), "_name", None) or str(typing.get_origin(hint))
+        if marker.endswith("NotRequired"):
+            continue
+        if marker.endswith("Required") or (total and name in listed):
+            required.add(name)
+    return required
+
+
+def _hints(tp: Any) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(tp)
+    except Exception as exc:  # a name that does not resolve is the caller's mistake; say which
+        raise TypeError(f"the type hints of {_type_name(tp)} do not resolve: {exc}") from exc
+
+
+def _convert(tp: Any, value: Any, path: str, depth: int) -> Any:
+    if depth > MAX_DEPTH:
+        raise _Mismatch(path, f"nested more than {MAX_DEPTH} levels deep")
+    if tp is Any or tp is object:
+        return value
+    if tp is None or tp is _NONE:
+        if value is not None:
+            raise _Mismatch(path, f"expected null, got {_kind(value)}")
+        return None
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Annotated:
+        return _convert(args[0], value, path, depth)
+    if origin in _UNION_TYPES:
+        if value is None and _NONE in args:
+            return None
+        first: _Mismatch | None = None
+        for member in args:
+            if member is _NONE:
+                continue
+            try:
+                return _convert(member, value, path, depth)
+            except _Mismatch as exc:
+                first = first or exc
+        assert first is not None
+        raise first
+    if origin is typing.Literal:
+        if any(value == choice and type(value) is type(choice) for choice in args):
+            return value
+        raise _Mismatch(path, f"expected one of {list(args)!r}, got {_short(value)}")
+    if origin in _SEQUENCES or tp in _SEQUENCES:
+        return _sequence(origin or tp, args, value, path, depth)
+    if origin in _MAPPINGS or tp in _MAPPINGS:
+        return _mapping(args, value, path, depth)
+    if origin is not None:  # some other generic (Sequence[X], ...): its plain class decides
+        return _convert(origin, value, path, depth)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise _Mismatch(path, f"expected boolean, got {_kind(value)}")
+        return value
+    if tp is int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise _Mismatch(path, f"expected integer, got {_kind(value)}")
+        return value
+    if tp is float:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise _Mismatch(path, f"expected number, got {_kind(value)}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise _Mismatch(path, f"expected string, got {_kind(value)}")
+        return value
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(value)
+        except ValueError:
+            raise _Mismatch(path, f"expected one of {[m.value for m in tp]!r}, got {_short(value)}") from None
+    if isinstance(tp, type) and (_is_typed_dict(tp) or dataclasses.is_dataclass(tp) or attrs.has(tp)):
+        return _fields(_plan(tp), value, path, depth)
+    validate = getattr(tp, "model_validate", None)
+    if isinstance(tp, type) and callable(validate):  # a pydantic model
+        try:
+            return validate(value)
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            raise _Mismatch(path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    if isinstance(tp, type):
+        if not isinstance(value, tp):
+            raise _Mismatch(path, f"expected {tp.__name__}, got {_kind(value)}")
+        return value
+    raise TypeError(f"output_type: cannot build a value of {tp!r}")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _sequence(kind: Any, args: tuple[Any, ...], value: Any, path: str, depth: int) -> Any:
+    if not isinstance(value, list):
+        raise _Mismatch(path, f"expected array, got {_kind(value)}")
+    if kind is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
+        if len(value) != len(args):
+            raise _Mismatch(path, f"expected {len(args)} items, got {len(value)}")
+        return tuple(_convert(item_type, item, _join(path, i), depth + 1)
+                     for i, (item_type, item) in enumerate(zip(args, value)))
+    item_type = args[0] if args else Any
+    items = [_convert(item_type, item, _join(path, i), depth + 1) for i, item in enumerate(value)]
+    return kind(items) if kind in (tuple, set, frozenset) else items
+
+
+def _mapping(args: tuple[Any, ...], value: Any, path: str, depth: int) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _Mismatch(path, f"expected object, got {_kind(value)}")
+    value_type = args[1] if len(args) == 2 else Any
+    return {key: _convert(value_type, item, _join(path, key), depth + 1) for key, item in value.items()}
+
+
+@attrs.frozen
+class _Plan:
+    """How to build one class: (field, hint, required, keyword) per field the constructor takes."""
+
+    make: Any
+    fields: tuple[tuple[str, Any, bool, str], ...]
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(tp: Any) -> _Plan:
+    """The fields of a TypedDict, dataclass or attrs class, read once per class (``get_type_hints``
+    costs tens of microseconds: per item of a long list it would dominate)."""
+    hints = _hints(tp)
+    if _is_typed_dict(tp):
+        required = _required_keys(tp)
+        return _Plan(dict, tuple((name, hint, name in required, name) for name, hint in hints.items()))
+    if dataclasses.is_dataclass(tp):
+        return _Plan(tp, tuple(
+            (f.name, hints.get(f.name, Any),
+             f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING, f.name)
+            for f in dataclasses.fields(tp) if f.init
+        ))
+    return _Plan(tp, tuple(
+        (a.name, hints.get(a.name, Any), a.default is attrs.NOTHING, a.alias or a.name)
+        for a in attrs.fields(tp) if a.init
+    ))
+
+
+def _fields(plan: _Plan, value: Any, path: str, depth: int) -> Any:
+    if not isinstance(value, dict):
+        raise _Mismatch(path, f"expected object, got {_kind(value)}")
+    built: dict[str, Any] = {}
+    for name, hint, required, keyword in plan.fields:
+        if name not in value:
+            if required:
+                raise _Mismatch(_join(path, name), "missing")
+            continue
+        built[keyword] = _convert(hint, value[name], _join(path, name), depth + 1)
+    return plan.make(**built)

@@ -1,0 +1,364 @@
+"""LLMs and agent frameworks around MCP clients: sampling through a provider, tools for frameworks (#20.3, #20.5).
+
+``import mcp_sync.llm`` imports no provider SDK or framework: each function imports what it needs
+when called (and says which package to install if it is missing).
+
+- :func:`openai_sampling` / :func:`anthropic_sampling`: an ``on_sampling`` handler answering a
+  server's ``sampling/createMessage`` with the provider's model;
+- :func:`to_langchain_tools`: LangChain ``StructuredTool`` objects calling a client or group;
+- :func:`to_openai_agents_tools`: OpenAI Agents SDK ``FunctionTool`` objects, the same.
+
+Example::
+
+    import anthropic, mcp_sync, mcp_sync.llm
+
+    on_sampling = mcp_sync.llm.anthropic_sampling(anthropic.Anthropic(), model="claude-sonnet-4-5")
+    with mcp_sync.Client.stdio("python", ["server.py"], on_sampling=on_sampling) as client:
+        client.call_tool("summarize", {"url": "https://example.com"})
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
+
+from ._chat import chat_messages
+from ._llm_formats import assign_names, drop_optional_nulls, result_text, to_anthropic_tools, to_openai_tools
+from ._threads import run_blocking
+from .exceptions import MCPError
+from .models import CallToolResult, Tool
+
+if TYPE_CHECKING:
+    from ._client import Client
+    from ._group import ClientGroup
+
+    ClientOrGroup = Union[Client, ClientGroup]
+else:
+    ClientOrGroup = Any
+
+__all__ = ["anthropic_sampling", "openai_sampling", "to_langchain_tools", "to_openai_agents_tools"]
+
+log = logging.getLogger("mcp_sync")
+
+SamplingHandler = Callable[[dict], dict]
+_MAX_HINTS = 20  # model hints looked at, each compared on its first _MAX_HINT_CHARS characters
+_MAX_HINT_CHARS = 200
+_OPENAI_STOPS = 4  # Chat Completions takes at most 4 stop sequences
+
+
+def _need(module: str, package: str, what: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(f"{what} needs the {package!r} package: pip install {package}") from exc
+
+
+def _as_dict(obj: Any) -> Any:
+    dump = getattr(obj, "model_dump", None)
+    return dump() if callable(dump) and not isinstance(obj, Mapping) else obj
+
+
+# -- sampling -------------------------------------------------------------------------------------
+
+
+def choose_model(params: Mapping[str, Any], model: str, models: Sequence[str] = ()) -> str:
+    """The model for a sampling request: the first of ``model``, ``*models`` that the request's first
+    matching ``modelPreferences.hints`` name is a substring of (the spec's reading), else ``model``.
+
+    Example: ``choose_model({"modelPreferences": {"hints": [{"name": "mini"}]}}, "gpt-4.1", ["gpt-4.1-mini"])``
+    gives ``"gpt-4.1-mini"``.
+    """
+    preferences = params.get("modelPreferences")
+    hints = preferences.get("hints") if isinstance(preferences, Mapping) else None
+    candidates = [model, *models]
+    for hint in (hints if isinstance(hints, list) else [])[:_MAX_HINTS]:
+        name = hint.get("name") if isinstance(hint, Mapping) else None
+        if not isinstance(name, str) or not name:
+            continue
+        name = name[:_MAX_HINT_CHARS]
+        for candidate in candidates:
+            if name in candidate:
+                return candidate
+    return model
+
+
+def _sampling_messages(params: Mapping[str, Any], fmt: str) -> list[dict[str, Any]]:
+    messages = params.get("messages")
+    pairs = [(str(m.get("role")), m.get("content")) for m in (messages if isinstance(messages, list) else [])
+             if isinstance(m, Mapping) and m.get("role") in ("user", "assistant")]
+    return chat_messages(pairs, fmt)
+
+
+def _sampling_tools(params: Mapping[str, Any]) -> tuple[list[Tool], dict[str, str]]:
+    """The request's tools as :class:`Tool` objects, and the provider-valid names back to theirs."""
+    listed = params.get("tools")
+    tools = [Tool.from_wire(t) for t in (listed if isinstance(listed, list) else []) if isinstance(t, dict)]
+    return tools, {name: tool.name for name, tool in assign_names(tools, warn=False)}
+
+
+def _tool_mode(params: Mapping[str, Any]) -> str | None:
+    choice = params.get("toolChoice")
+    mode = choice.get("mode") if isinstance(choice, Mapping) else None
+    return mode if mode in ("auto", "required", "none") else None
+
+
+def _result(model: str, blocks: list[dict[str, Any]], stop: str | None, with_tools: bool) -> dict[str, Any]:
+    """A CreateMessageResult: without tools one content block (the texts joined), as servers expect."""
+    if not with_tools:
+        text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+        content: Any = {"type": "text", "text": text}
+    else:
+        content = blocks or [{"type": "text", "text": ""}]
+    result: dict[str, Any] = {"role": "assistant", "content": content, "model": model}
+    if stop is not None:
+        result["stopReason"] = stop
+    return result
+
+
+def openai_sampling(
+    openai_client: Any,
+    model: str,
+    *,
+    models: Sequence[str] = (),
+    max_tokens_limit: int | None = None,
+    timeout: float | None = 120.0,
+) -> SamplingHandler:
+    """An ``on_sampling`` handler answering with OpenAI Chat Completions.
+
+    ``openai_client`` is an ``openai.OpenAI()`` (or a compatible client: Azure,
+    a local server). Each request maps to one ``chat.completions.create``: the
+    messages (text, images, audio, tool use and results) in OpenAI's shapes, the
+    ``systemPrompt`` as a system message, ``maxTokens`` as
+    ``max_completion_tokens`` (capped by ``max_tokens_limit``), ``stopSequences``
+    (the first 4), ``temperature``, and with ``sampling_tools=True`` the
+    request's tools and ``toolChoice``. ``modelPreferences.hints`` pick among
+    ``model`` and ``models`` (a hint is a substring of a name), else ``model``.
+    The answer comes back as a CreateMessageResult (tool calls as ``tool_use``
+    blocks, ``stopReason`` ``endTurn``/``maxTokens``/``toolUse``). ``timeout``
+    bounds each API request. Runs on the client's handler threads.
+
+    Example::
+
+        on_sampling = mcp_sync.llm.openai_sampling(openai.OpenAI(), model="gpt-4.1-mini")
+        client = mcp_sync.Client.stdio("python", ["server.py"], on_sampling=on_sampling)
+    """
+
+    def on_sampling(params: dict[str, Any]) -> dict[str, Any]:
+        messages: list[dict[str, Any]] = []
+        if isinstance(params.get("systemPrompt"), str) and params["systemPrompt"]:
+            messages.append({"role": "system", "content": params["systemPrompt"]})
+        messages += _sampling_messages(params, "openai")
+        request: dict[str, Any] = {"model": choose_model(params, model, models), "messages": messages,
+                                   "max_completion_tokens": _max_tokens(params, max_tokens_limit)}
+        stops = params.get("stopSequences")
+        if isinstance(stops, list) and stops:
+            request["stop"] = [s for s in stops if isinstance(s, str)][:_OPENAI_STOPS]
+        if isinstance(params.get("temperature"), (int, float)):
+            request["temperature"] = params["temperature"]
+        tools, names = _sampling_tools(params)
+        if tools:
+            request["tools"] = to_openai_tools(tools)
+            mode = _tool_mode(params)
+            if mode is not None:
+                request["tool_choice"] = mode
+        response = _as_dict(openai_client.chat.completions.create(**request, timeout=timeout))
+        choice = (response.get("choices") or [{}])[0]
+        message = choice.get("message") or {}
+        blocks: list[dict[str, Any]] = []
+        if isinstance(message.get("content"), str) and message["content"]:
+            blocks.append({"type": "text", "text": message["content"]})
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            try:
+                arguments = json.loads(function.get("arguments") or "{}")
+            except ValueError:
+                arguments = {}
+            name = str(function.get("name", ""))
+            blocks.append({"type": "tool_use", "id": str(call.get("id", "")), "name": names.get(name, name),
+                           "input": arguments if isinstance(arguments, dict) else {}})
+        finish = choice.get("finish_reason")
+        stop = {"stop": "endTurn", "length": "maxTokens", "tool_calls": "toolUse"}.get(finish, finish)
+        return _result(str(response.get("model") or request["model"]), blocks, stop, bool(tools))
+
+    return on_sampling
+
+
+def anthropic_sampling(
+    anthropic_client: Any,
+    model: str,
+    *,
+    models: Sequence[str] = (),
+    max_tokens_limit: int | None = None,
+    timeout: float | None = 120.0,
+) -> SamplingHandler:
+    """An ``on_sampling`` handler answering with the Anthropic Messages API.
+
+    ``anthropic_client`` is an ``anthropic.Anthropic()``. Each request maps to
+    one ``messages.create``: the messages (text, images, documents, tool use and
+    results) in Anthropic's shapes, ``systemPrompt`` as ``system``,
+    ``maxTokens`` as ``max_tokens`` (capped by ``max_tokens_limit``),
+    ``stopSequences``, ``temperature``, and with ``sampling_tools=True`` the
+    request's tools and ``toolChoice`` (``required`` is Anthropic's ``any``).
+    ``modelPreferences.hints`` pick among ``model`` and ``models``. The answer
+    comes back as a CreateMessageResult (``stopReason`` ``endTurn``,
+    ``stopSequence``, ``maxTokens`` or ``toolUse``). ``timeout`` bounds each API
+    request. Runs on the client's handler threads.
+
+    Example::
+
+        on_sampling = mcp_sync.llm.anthropic_sampling(anthropic.Anthropic(), model="claude-sonnet-4-5")
+        client = mcp_sync.Client.stdio("python", ["server.py"], on_sampling=on_sampling)
+    """
+
+    def on_sampling(params: dict[str, Any]) -> dict[str, Any]:
+        request: dict[str, Any] = {"model": choose_model(params, model, models),
+                                   "max_tokens": _max_tokens(params, max_tokens_limit),
+                                   "messages": _sampling_messages(params, "anthropic")}
+        if isinstance(params.get("systemPrompt"), str) and params["systemPrompt"]:
+            request["system"] = params["systemPrompt"]
+        stops = params.get("stopSequences")
+        if isinstance(stops, list) and stops:
+            request["stop_sequences"] = [s for s in stops if isinstance(s, str)]
+        if isinstance(params.get("temperature"), (int, float)):  # in the body: recent SDKs have no parameter
+            request["extra_body"] = {"temperature": params["temperature"]}
+        tools, names = _sampling_tools(params)
+        if tools:
+            request["tools"] = to_anthropic_tools(tools)
+            mode = _tool_mode(params)
+            if mode is not None:
+                request["tool_choice"] = {"type": {"required": "any"}.get(mode, mode)}
+        response = _as_dict(anthropic_client.messages.create(**request, timeout=timeout))
+        blocks: list[dict[str, Any]] = []
+        for block in response.get("content") or []:
+            if block.get("type") == "text":
+                blocks.append({"type": "text", "text": str(block.get("text", ""))})
+            elif block.get("type") == "tool_use":
+                name = str(block.get("name", ""))
+                tool_input = block.get("input")
+                blocks.append({"type": "tool_use", "id": str(block.get("id", "")), "name": names.get(name, name),
+                               "input": tool_input if isinstance(tool_input, dict) else {}})
+        reason = response.get("stop_reason")
+        stop = {"end_turn": "endTurn", "max_tokens": "maxTokens", "stop_sequence": "stopSequence",
+                "tool_use": "toolUse"}.get(reason, reason)
+        return _result(str(response.get("model") or request["model"]), blocks, stop, bool(tools))
+
+    return on_sampling
+
+
+def _max_tokens(params: Mapping[str, Any], limit: int | None) -> int:
+    wanted = params.get("maxTokens")
+    tokens = wanted if isinstance(wanted, int) and not isinstance(wanted, bool) and wanted > 0 else 1024
+    return min(tokens, limit) if limit is not None else tokens
+
+
+# -- framework tools ------------------------------------------------------------------------------
+
+
+def _named_tools(source: ClientOrGroup) -> list[tuple[str, Tool, str]]:
+    """(name valid for every LLM API, Tool, the name call_tool takes) for each tool of a client or group."""
+    from ._group import ClientGroup
+
+    tools = list(source.tools(prefix=True)) if isinstance(source, ClientGroup) else list(source.tools())
+    return [(name, tool, tool.name) for name, tool in assign_names(tools)]
+
+
+def _call(source: ClientOrGroup, name: str, schema: Any, arguments: Mapping[str, Any]) -> CallToolResult:
+    return source.call_tool(name, drop_optional_nulls(dict(arguments), schema))
+
+
+def _text_or_error(source: ClientOrGroup, name: str, schema: Any, arguments: Mapping[str, Any]) -> str:
+    """The tool's result as text for a model; a failure (isError or an MCP error) as ``Error: ...``."""
+    try:
+        result = _call(source, name, schema, arguments)
+    except (MCPError, ValueError) as exc:
+        return f"Error: tool {name!r} failed: {type(exc).__name__}: {exc}"
+    return ("Error: " if result.is_error else "") + result_text(result)
+
+
+def to_langchain_tools(source: ClientOrGroup) -> list[Any]:
+    """The tools of a :class:`~mcp_sync.Client` or :class:`~mcp_sync.ClientGroup` (prefixed names)
+    as LangChain ``StructuredTool`` objects (needs ``langchain-core``).
+
+    Each tool's ``args_schema`` is the MCP ``inputSchema``; invoking it (``invoke``, or
+    ``ainvoke`` from an event loop: the call runs on the loop's executor) calls the tool on
+    the client, thread-safe. The content is the result's text; the artifact the
+    :class:`~mcp_sync.CallToolResult`. A tool that reports ``isError`` or fails raises
+    ``ToolException``, which the tool turns into the error text for the model
+    (``handle_tool_error=True``). Names are valid for every LLM API (long or odd ones
+    shortened with a hash).
+
+    Example::
+
+        tools = mcp_sync.llm.to_langchain_tools(client)
+        agent = create_agent(model, tools)            # or llm.bind_tools(tools)
+        tools[0].invoke({"text": "hi"})
+    """
+    tools_module = _need("langchain_core.tools", "langchain-core", "to_langchain_tools")
+    structured, tool_exception = tools_module.StructuredTool, tools_module.ToolException
+    made = []
+    for llm_name, tool, name in _named_tools(source):
+        schema = tool.input_schema
+
+        def run(_name: str = name, _schema: Any = schema, **arguments: Any) -> tuple[str, CallToolResult]:
+            try:
+                result = _call(source, _name, _schema, arguments)
+            except (MCPError, ValueError) as exc:
+                raise tool_exception(f"tool {_name!r} failed: {type(exc).__name__}: {exc}") from exc
+            if result.is_error:
+                raise tool_exception(result_text(result))
+            return result_text(result), result
+
+        async def arun(_name: str = name, _schema: Any = schema, **arguments: Any) -> tuple[str, CallToolResult]:
+            result: tuple[str, CallToolResult] = await run_blocking(_call_sync, run, _name, _schema, arguments)
+            return result
+
+        made.append(structured(
+            name=llm_name, description=tool.description or tool.title or llm_name, args_schema=dict(schema),
+            func=run, coroutine=arun, response_format="content_and_artifact", handle_tool_error=True,
+        ))
+    return made
+
+
+def _call_sync(run: Callable[..., Any], name: str, schema: Any, arguments: Mapping[str, Any]) -> Any:
+    return run(name, schema, **arguments)
+
+
+def to_openai_agents_tools(source: ClientOrGroup) -> list[Any]:
+    """The tools of a :class:`~mcp_sync.Client` or :class:`~mcp_sync.ClientGroup` (prefixed names)
+    as OpenAI Agents SDK ``FunctionTool`` objects (needs ``openai-agents``).
+
+    The agent runs tools from its event loop: each call runs on the loop's executor,
+    so the loop is never blocked. The model gets the result's text; a failing tool
+    (``isError``, an MCP error, arguments that are not JSON) gives ``Error: ...``
+    text, never an exception that would end the run. Schemas are sent as they are
+    (``strict_json_schema=False``).
+
+    Example::
+
+        agent = agents.Agent(name="helper", tools=mcp_sync.llm.to_openai_agents_tools(group))
+        print(agents.Runner.run_sync(agent, "What is 2 + 40?").final_output)
+    """
+    agents = _need("agents", "openai-agents", "to_openai_agents_tools")
+    made = []
+    for llm_name, tool, name in _named_tools(source):
+        schema = tool.input_schema
+
+        async def invoke(context: Any, arguments_json: str, _name: str = name, _schema: Any = schema) -> str:
+            try:
+                arguments = json.loads(arguments_json or "{}")
+            except ValueError as exc:
+                return f"Error: the arguments are not valid JSON ({exc})"
+            if not isinstance(arguments, dict):
+                return "Error: the arguments must be a JSON object"
+            text: str = await run_blocking(_text_or_error, source, _name, _schema, arguments)
+            return text
+
+        made.append(agents.FunctionTool(
+            name=llm_name, description=tool.description or tool.title or llm_name,
+            params_json_schema=dict(schema), on_invoke_tool=invoke, strict_json_schema=False,
+        ))
+    return made
+
