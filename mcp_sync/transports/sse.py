@@ -22,6 +22,7 @@ from ._http_common import (
     ONEWAY_TIMEOUT,
     SAFE_TO_RESEND,
     STREAM_ERRORS,
+    UNAVAILABLE,
     Aborted,
     HttpBase,
     Slot,
@@ -192,7 +193,7 @@ class SseTransport(HttpBase):
                 return None
             parsed, error = self.error_for(response, f"POST {what}")
             rpc_error = jsonrpc_error(parsed)
-            if rpc_error is not None and response.status_code not in (401, 403):
+            if rpc_error is not None and response.status_code not in (401, 403, *UNAVAILABLE):
                 return rpc_error
             raise error
         finally:
