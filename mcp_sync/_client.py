@@ -873,7 +873,11 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         ``ttlMs`` lasts (absent or 0 means never; at most a day), keeps
         ``cacheScope: "private"`` results per authorization context, and drops
         entries when a list_changed or resources/updated notification arrives or
-        the server restarts. Per call, the list/read methods and ``discover``
+        the server restarts. A list whose server declares ``listChanged`` is
+        kept until it changes (a positive ``ttlMs`` still bounds it) while its
+        change notifications reach the client: legacy servers on stdio, or on
+        HTTP while the session's notification stream is open; modern servers
+        while a :meth:`listen` for that list is open. Per call, the list/read methods and ``discover``
         take ``cache="use"`` (default), ``"refresh"`` (re-fetch and store) or
         ``"bypass"`` (neither read nor store).
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import pickle
 import sys
+import time
 
 import pytest
 
 import mcp_sync
+from tests.conftest import SDK_SERVER
 from tests.httpkit import FakeServer, Reply, answering
 
 PY = sys.executable
@@ -78,3 +80,122 @@ def test_server_unavailable_pickles_with_its_hints() -> None:
     assert (back.status, back.retry_after, back.method, back.request_id) == (503, 2.5, "tools/call", 4)
     assert "ServerUnavailable" in mcp_sync.__all__
     assert "ServerUnavailable" in mcp_sync.exceptions.__doc__
+
+
+# -- #19.2 lists kept until they change ----------------------------------------------------------
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every request method any engine sends, in order."""
+    from mcp_sync._engine import Engine
+
+    methods: list[str] = []
+    original = Engine.request
+
+    def counting(self: Engine, method: str, *args: object, **kwargs: object) -> object:
+        methods.append(method)
+        return original(self, method, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Engine, "request", counting)
+    return methods
+
+
+def _walk(client: mcp_sync.Client, times: int = 3) -> list[str]:
+    names: list[str] = []
+    for _ in range(times):
+        names = [tool.name for tool in client.tools()]
+    return names
+
+
+def test_a_legacy_stdio_server_that_declares_list_changed_is_listed_once_until_it_changes(sent: list[str]) -> None:
+    with mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], mode="legacy", timeout=30) as client:
+        assert client.server_capabilities["tools"].get("listChanged") is True
+        assert "echo" in _walk(client)
+        assert sent.count("tools/list") == 1  # three walks, one tools/list
+        with client.listen(tools_list_changed=True) as sub:
+            client.call_tool("add_tool", {"name": "fresh"})
+            assert sub.get(timeout=10)[0] == "notifications/tools/list_changed"
+        assert "fresh" in _walk(client)  # the change notification dropped the kept list
+        assert sent.count("tools/list") == 2
+
+
+def test_a_restarted_stdio_server_is_listed_again(sent: list[str]) -> None:
+    import os
+    import signal
+
+    with mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], mode="legacy", timeout=30) as client:
+        _walk(client)
+        pid = client.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while client.pid == pid and time.monotonic() < deadline:
+            time.sleep(0.05)
+        _walk(client)
+        assert sent.count("tools/list") == 2
+
+
+def test_cache_false_lists_every_time(sent: list[str]) -> None:
+    with mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], mode="legacy", cache=False, timeout=30) as client:
+        _walk(client)
+    assert sent.count("tools/list") == 3
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_modern_server_keeps_its_lists_only_while_a_listen_for_them_is_open(
+    transport: str, sent: list[str], request: pytest.FixtureRequest
+) -> None:
+    if transport == "stdio":
+        client = mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], mode="modern", timeout=30)
+    else:
+        client = mcp_sync.Client.http(request.getfixturevalue("sdk_http_url"), mode="modern", timeout=30)
+    with client:
+        assert client.server_capabilities["tools"].get("listChanged") is True
+        _walk(client)
+        assert sent.count("tools/list") == 3  # no listen: nothing would tell us of a change
+        with client.listen(tools_list_changed=True) as sub:
+            _walk(client)
+            assert sent.count("tools/list") == 4
+            name = f"fresh_{transport}_{time.monotonic_ns()}"
+            client.call_tool("add_tool", {"name": name})
+            assert sub.get(timeout=10)[0] == "notifications/tools/list_changed"
+            assert name in _walk(client)
+            assert sent.count("tools/list") == 5
+        _walk(client, 1)  # the listen closed: the kept list is not trusted any more
+        assert sent.count("tools/list") == 6
+
+
+def test_a_given_ttl_wins_over_keeping_until_changed() -> None:
+    from mcp_sync._protocol.cache import ResultCache
+
+    now = [100.0]
+    cache = ResultCache(clock=lambda: now[0])
+    token = ("session", 1, 0)
+    assert cache.put("tools/list", None, None, {"tools": []}, generation=cache.generation, hold=token)
+    assert not cache.put("prompts/list", None, None, {"prompts": [], "ttlMs": 0}, generation=0)  # no token
+    assert cache.put("resources/list", None, None, {"resources": [], "ttlMs": 1000}, generation=0, hold=token)
+    now[0] += 3600
+    assert cache.get("tools/list", None, None, token) == {"tools": []}  # kept: no expiry
+    assert cache.get("tools/list", None, None, ("session", 1, 1)) is None  # the stream re-opened
+    assert cache.get("resources/list", None, None, token) is None  # its ttlMs ran out
+    assert not cache.put("resources/read", {"uri": "x"}, None, {"contents": []}, generation=0, hold=token)
+
+
+def test_legacy_http_keeps_lists_while_its_get_stream_is_open(everything_http_url: str, sent: list[str]) -> None:
+    """server-everything (2025-11-25) declares listChanged; its notifications come on the session's
+    GET stream: lists are kept while it is open, and listed again once it broke and came back."""
+    with mcp_sync.Client.http(everything_http_url, timeout=30) as client:
+        assert client.era == "legacy"
+        _walk(client)
+        assert sent.count("tools/list") == 1
+        first = client.transport.notification_stream
+        assert first is not None
+        slot = client.transport._listen_slot
+        assert slot is not None
+        slot.abort()  # the stream breaks: notifications may be missed until it is back
+        deadline = time.monotonic() + 10
+        while client.transport.notification_stream in (first, None) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        _walk(client)
+        assert sent.count("tools/list") == 2

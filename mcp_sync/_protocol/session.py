@@ -72,6 +72,11 @@ CAPABILITY_OF = {
     "resources/read": "resources", "resources/list": "resources", "resources/templates/list": "resources",
     "completion/complete": "completions",
 }
+#: The listen flag whose notifications tell that a list changed (#19.2).
+_LIST_FLAG = {
+    "tools/list": "toolsListChanged", "prompts/list": "promptsListChanged",
+    "resources/list": "resourcesListChanged", "resources/templates/list": "resourcesListChanged",
+}
 #: Requests without side effects: re-sent once if their answer stream breaks (H13); never tools/call.
 _REPEATABLE = frozenset({
     "server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list",
@@ -241,16 +246,44 @@ class Session:
         store = self.cache
         if store is None or options.cache == "bypass" or method not in CACHEABLE_METHODS or is_retry(params):  # C2
             return self.send(method, params, options)
-        _negotiated, options = self.connected_within(method, options)
+        negotiated, options = self.connected_within(method, options)
         auth = self.auth_context()
+        hold = self.hold_token(method, negotiated)
         if options.cache == "use":
-            hit = store.get(method, params, auth)
+            hit = store.get(method, params, auth, hold)
             if hit is not None:
                 return hit
         generation = store.generation  # C6: an answer overtaken by an invalidation is not stored
         result = self.send(method, params, options)
-        store.put(method, params, auth, result, generation=generation)
+        store.put(method, params, auth, result, generation=generation, hold=hold)
         return result
+
+    def hold_token(self, method: str, negotiated: Negotiated) -> Any:
+        """#19.2: a token while ``method``'s list may be kept until it changes, else None.
+
+        The server must declare ``listChanged`` for the list, and its change
+        notifications must reach us now: on a legacy session, while the
+        transport declares a notification stream (stdio: always; HTTP: while the
+        GET stream is open); on a modern server, only while a live
+        ``subscriptions/listen`` the server acknowledged for that list is open
+        (modern servers send list_changed on listen streams only). The token
+        changes when that delivery was interrupted, so what was kept before is
+        not trusted after.
+        """
+        flag = _LIST_FLAG.get(method)
+        if flag is None:
+            return None
+        capability = negotiated.server_capabilities.get(CAPABILITY_OF[method])
+        if not (isinstance(capability, dict) and capability.get("listChanged") is True):
+            return None
+        engine = self.connection.res.engine
+        if engine is None:
+            return None
+        if negotiated.era == "legacy":
+            stream = declared(engine.transport).notification_stream
+            return None if stream is None else ("session", id(engine), stream)
+        feed = self.subscriptions.change_feed(engine, flag)
+        return None if feed is None else ("listen", id(engine), feed)
 
     def declares_tasks(self, extensions: Mapping[str, Any] | None) -> bool:
         return TASKS_EXTENSION in (extensions or {}) or TASKS_EXTENSION in self.handlers.extensions

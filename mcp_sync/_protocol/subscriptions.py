@@ -545,6 +545,17 @@ class Subscriptions:
             if sub._engine is engine:
                 sub._suspend()
 
+    def change_feed(self, engine: Engine, flag: str) -> Any:
+        """#19.2: while a live modern listen on ``engine`` that the server acknowledged for
+        ``flag`` (e.g. ``"toolsListChanged"``) is open, a token naming it and its latest
+        acknowledgment (a listen that broke and came back is a new token); else None."""
+        for sub in self._live():
+            acknowledged = sub.acknowledged or {}
+            live = sub._era == "modern" and sub._engine is engine and sub.state == "live"
+            if live and acknowledged.get(flag) is True:
+                return (id(sub), sub._acks)
+        return None
+
     def suspended(self) -> bool:
         """True when some subscription waits for the connection to come back."""
         return any(sub.state == "suspended" for sub in self._live())

@@ -213,6 +213,7 @@ class HttpTransport(LegacySession):
         self._inflight: dict[Any, _InFlight] = {}
         self._listen_slot: Slot | None = None
         self._listening = False
+        self._stream_epoch, self._stream_open = 0, False
         self._listen_ready = threading.Event()  # the GET stream answered (opened, or none offered)
         self._relied_on_cache = False  # skipped the probe because the origin's era was cached
         self._session_lock = threading.Lock()

@@ -108,6 +108,11 @@ class SseTransport(HttpBase):
     def configure(self, *, era: str, protocol_version: str) -> None:
         """Nothing to change: this transport always carries the legacy era."""
 
+    @property
+    def notification_stream(self) -> Any:
+        """Everything comes on the one stream, and the transport ends with it: one token while it is open."""
+        return 0 if self.endpoint is not None and not self._closing else None
+
     def send(self, message: dict[str, Any], *, headers: Mapping[str, str] | None = None) -> None:
         """POST ``message`` to the endpoint; requests on a worker, notifications and responses here."""
         endpoint = self.endpoint
