@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import attrs
@@ -33,6 +34,7 @@ from .cancellation import CancellationToken
 from .exceptions import (
     INVALID_PARAMS,
     RESOURCE_NOT_FOUND_LEGACY,
+    MCPError,
     ResourceNotFound,
     ServerError,
     ToolError,
@@ -82,6 +84,14 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
     checked before anything is sent: a wrong type is a TypeError, a value JSON
     cannot carry (NaN, infinity, a lone surrogate) a ValueError, naming it.
 
+    Connection events (run on the dispatch thread, in order; one that raises is
+    logged): ``on_connection_lost(error)`` when a stdio server dies, a legacy
+    HTTP session is lost (a :class:`SessionExpiredError`, even when a new one
+    is started at once) or a listen stream breaks; never for :meth:`close`.
+    ``on_reconnected(client)`` after a restart or :meth:`reconnect`, a session
+    renewal, or a listen stream that came back; the client is passed in (the
+    callback holds it weakly).
+
     Example::
 
         with mcp_sync.Client.stdio("python", ["server.py"]) as client:
@@ -106,6 +116,8 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         on_sampling: Callable[[dict], dict] | None = None,
         on_roots: Roots | None = None,
         on_notification: Callable[[str, dict], None] | None = None,
+        on_connection_lost: Callable[[MCPError], None] | None = None,
+        on_reconnected: Callable[[Client], None] | None = None,
         log_level: str | None = None,
         extensions: Mapping[str, Any] | None = None,
         cache: bool = True,
@@ -132,6 +144,8 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
             on_sampling=on_sampling, on_roots=on_roots, on_notification=on_notification, log_level=log_level,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, schemas=ToolSchemas(validate_output, validate_input), url_elicitation=url_elicitation,
+            on_connection_lost=_checked_callback("on_connection_lost", on_connection_lost),
+            on_reconnected=_reconnected_callback(self, _checked_callback("on_reconnected", on_reconnected)),
         )
         self._session.connection.finalizer_for(self)
 
@@ -162,6 +176,8 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         on_sampling: Callable[[dict], dict] | None = None,
         on_roots: Roots | None = None,
         on_notification: Callable[[str, dict], None] | None = None,
+        on_connection_lost: Callable[[MCPError], None] | None = None,
+        on_reconnected: Callable[[Client], None] | None = None,
         log_level: str | None = None,
         extensions: Mapping[str, Any] | None = None,
         cache: bool = True,
@@ -216,6 +232,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
             timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,
             input_required_max_rounds=input_required_max_rounds, on_elicitation=on_elicitation,
             on_sampling=on_sampling, on_roots=on_roots, on_notification=on_notification, log_level=log_level,
+            on_connection_lost=on_connection_lost, on_reconnected=on_reconnected,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
             validate_input=validate_input,
@@ -247,6 +264,8 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         on_sampling: Callable[[dict], dict] | None = None,
         on_roots: Roots | None = None,
         on_notification: Callable[[str, dict], None] | None = None,
+        on_connection_lost: Callable[[MCPError], None] | None = None,
+        on_reconnected: Callable[[Client], None] | None = None,
         log_level: str | None = None,
         extensions: Mapping[str, Any] | None = None,
         cache: bool = True,
@@ -281,6 +300,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
             timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,
             input_required_max_rounds=input_required_max_rounds, on_elicitation=on_elicitation,
             on_sampling=on_sampling, on_roots=on_roots, on_notification=on_notification, log_level=log_level,
+            on_connection_lost=on_connection_lost, on_reconnected=on_reconnected,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
             validate_input=validate_input,
@@ -312,6 +332,8 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         on_sampling: Callable[[dict], dict] | None = None,
         on_roots: Roots | None = None,
         on_notification: Callable[[str, dict], None] | None = None,
+        on_connection_lost: Callable[[MCPError], None] | None = None,
+        on_reconnected: Callable[[Client], None] | None = None,
         log_level: str | None = None,
         extensions: Mapping[str, Any] | None = None,
         cache: bool = True,
@@ -343,6 +365,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
             timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,
             input_required_max_rounds=input_required_max_rounds, on_elicitation=on_elicitation,
             on_sampling=on_sampling, on_roots=on_roots, on_notification=on_notification, log_level=log_level,
+            on_connection_lost=on_connection_lost, on_reconnected=on_reconnected,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
             validate_input=validate_input,
@@ -915,6 +938,27 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
 
 
 # -- argument checks (before anything is sent) ---------------------------------------------------
+
+
+def _checked_callback(option: str, callback: Any) -> Any:
+    if callback is not None and not callable(callback):
+        raise TypeError(f"{option} must be a callable or None, not {type(callback).__name__}")
+    return callback
+
+
+def _reconnected_callback(client: Client, callback: Callable[[Client], None] | None) -> Callable[[], None] | None:
+    """``on_reconnected(client)`` as the session calls it: with no argument. The client is held
+    weakly, so the session never keeps it alive (a dropped client still closes at once)."""
+    if callback is None:
+        return None
+    ref = weakref.ref(client)
+
+    def reconnected() -> None:
+        target = ref()
+        if target is not None:
+            callback(target)
+
+    return reconnected
 
 
 def _tool_call_options(

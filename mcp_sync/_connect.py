@@ -9,6 +9,7 @@ from typing import Any, Callable, Mapping, Sequence, Union
 
 from ._client import Client
 from ._options import Roots
+from .exceptions import MCPError
 
 Target = Union[str, Sequence[str], Mapping[str, Any]]
 
@@ -65,6 +66,8 @@ def connect(
     on_sampling: Callable[[dict[str, Any]], dict[str, Any]] | None = NOT_GIVEN,
     on_roots: Roots | None = NOT_GIVEN,
     on_notification: Callable[[str, dict[str, Any]], None] | None = NOT_GIVEN,
+    on_connection_lost: Callable[[MCPError], None] | None = NOT_GIVEN,
+    on_reconnected: Callable[[Client], None] | None = NOT_GIVEN,
     log_level: str | None = NOT_GIVEN,
     extensions: Mapping[str, Any] | None = NOT_GIVEN,
     cache: bool = NOT_GIVEN,

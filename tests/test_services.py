@@ -199,3 +199,107 @@ def test_legacy_http_keeps_lists_while_its_get_stream_is_open(everything_http_ur
             time.sleep(0.05)
         _walk(client)
         assert sent.count("tools/list") == 2
+
+
+# -- #19.3 connection events ---------------------------------------------------------------------
+
+
+class Events:
+    """Records the connection events and the thread each ran on."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.seen: list[tuple[str, object, str]] = []
+        self.changed = threading.Condition()
+
+    def lost(self, error: mcp_sync.MCPError) -> None:
+        import threading
+
+        with self.changed:
+            self.seen.append(("lost", error, threading.current_thread().name))
+            self.changed.notify_all()
+
+    def reconnected(self, client: mcp_sync.Client) -> None:
+        import threading
+
+        with self.changed:
+            self.seen.append(("reconnected", client, threading.current_thread().name))
+            self.changed.notify_all()
+
+    def wait_for(self, count: int, timeout: float = 15) -> list[tuple[str, object, str]]:
+        with self.changed:
+            self.changed.wait_for(lambda: len(self.seen) >= count, timeout)
+            return list(self.seen)
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_a_stdio_server_that_died_is_reported_lost_then_reconnected(era: str) -> None:
+    import os
+    import signal
+
+    events = Events()
+    client = mcp_sync.Client.stdio(
+        PY, [SDK_SERVER, "stdio"], mode=era, timeout=30,
+        on_connection_lost=events.lost, on_reconnected=events.reconnected,
+    )
+    with client:
+        pid = client.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        [(kind, error, thread)] = events.wait_for(1)
+        assert kind == "lost" and isinstance(error, mcp_sync.ConnectionClosed)
+        assert thread.startswith("mcp_sync-dispatch")
+        assert client.call_tool("echo", {"text": "back"}).text == "back"  # restarts the server
+        seen = events.wait_for(2)
+        assert seen[1][0] == "reconnected" and seen[1][1] is client and seen[1][2].startswith("mcp_sync-dispatch")
+    time.sleep(0.2)
+    assert len(events.seen) == 2  # close() is no loss
+
+
+def test_a_renewed_legacy_http_session_is_reported(sdk_http_url: str) -> None:
+    import requests
+
+    events = Events()
+    client = mcp_sync.Client.http(
+        sdk_http_url, mode="legacy", timeout=30, on_connection_lost=events.lost, on_reconnected=events.reconnected
+    )
+    with client:
+        old = client.transport.session_id
+        assert old is not None
+        # the server forgets the session (as after a restart of the server)
+        requests.delete(sdk_http_url, headers={"Mcp-Session-Id": old, "MCP-Protocol-Version": "2025-11-25"}, timeout=10)
+        assert client.call_tool("echo", {"text": "again"}).text == "again"  # renewed, then sent again
+        seen = events.wait_for(2)
+        assert client.transport.session_id not in (None, old)
+    assert [kind for kind, _, _ in seen] == ["lost", "reconnected"]
+    assert isinstance(seen[0][1], mcp_sync.SessionExpiredError)
+    assert seen[1][1] is client
+
+
+def test_a_listen_stream_that_came_back_is_reported(sdk_http_url: str) -> None:
+    import socket
+
+    events = Events()
+    client = mcp_sync.Client.http(
+        sdk_http_url, mode="modern", timeout=30, on_connection_lost=events.lost, on_reconnected=events.reconnected
+    )
+    with client, client.listen(tools_list_changed=True) as sub:
+        record = client.transport._inflight[sub.subscription_id]
+        assert record.slot.sock is not None
+        record.slot.sock.shutdown(socket.SHUT_RDWR)  # the stream breaks; the connection lives on
+        seen = events.wait_for(2)
+        assert [kind for kind, _, _ in seen] == ["lost", "reconnected"]
+        assert seen[1][1] is client
+        assert sub.get(timeout=10)[0] == "mcp_sync/resubscribed"
+
+
+def test_connection_event_options_are_checked_and_typed() -> None:
+    import inspect
+
+    with pytest.raises(TypeError, match="on_connection_lost"):
+        mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], on_connection_lost="print")
+    for function in (mcp_sync.Client, mcp_sync.Client.stdio, mcp_sync.Client.http, mcp_sync.Client.sse,
+                     mcp_sync.connect, mcp_sync.ClientGroup):
+        parameters = inspect.signature(function).parameters
+        assert "on_connection_lost" in parameters and "on_reconnected" in parameters, function

@@ -31,6 +31,7 @@ from ..exceptions import (
     HandlerError,
     MCPError,
     ProtocolError,
+    SessionExpiredError,
 )
 from ..transports.base import declared
 from .cache import CACHEABLE_METHODS, ResultCache, is_retry
@@ -112,8 +113,13 @@ class Session:
         restart: bool,
         schemas: ToolSchemas,
         url_elicitation: bool,
+        on_connection_lost: Callable[[MCPError], None] | None = None,
+        on_reconnected: Callable[[], None] | None = None,
     ) -> None:
         self.timeout = timeout
+        #: #19.3: the application's connection events, run on the dispatch thread
+        self.on_connection_lost = on_connection_lost
+        self.on_reconnected = on_reconnected
         self.max_message_bytes = max_message_bytes
         self.max_pages = max_pages
         self.input_required_max_rounds = input_required_max_rounds
@@ -362,6 +368,28 @@ class Session:
         if self.cache is not None:
             self.cache.clear()
 
+    # -- connection events (#19.3) --------------------------------------------------------------
+
+    def lost(self, error: MCPError) -> None:
+        """Any thread: ``on_connection_lost(error)``, queued on the dispatch thread."""
+        self._event(self.on_connection_lost, error)
+
+    def came_back(self) -> None:
+        """Any thread: ``on_reconnected(client)``, queued on the dispatch thread."""
+        self._event(self.on_reconnected)
+
+    def _event(self, callback: Callable[..., None] | None, *args: Any) -> None:
+        connection = self.connection
+        dispatcher = connection.dispatcher
+        if callback is None or dispatcher is None or connection.state is ClientState.CLOSED:
+            return  # close() is no loss, and nobody is told after it
+        dispatcher.submit(callback, *args)
+
+    def reconnected(self, engine: Engine, negotiated: Negotiated) -> None:
+        """Connect thread: a connection replaced one that was lost or dropped (restart, reconnect())."""
+        self.subscriptions.reconnected(engine, negotiated)  # U7, T6
+        self.came_back()
+
     # -- connection hooks ---------------------------------------------------------------------
 
     def before_notification(self, engine: Engine, method: str, params: dict[str, Any]) -> None:
@@ -392,10 +420,12 @@ class Session:
         if negotiated is None or engine is not self.engine or self.state is ClientState.CLOSED:
             return
         self.clear_cache()
+        self.lost(SessionExpiredError("the server no longer knew the HTTP session; a new one was started"))
         level = self.lifecycle.log_level
         if level is not None and "logging" in negotiated.server_capabilities:
             spawn(lambda: self._set_log_level_on(engine, level), "renew", engine.name)
         self.subscriptions.session_renewed(engine, negotiated)
+        self.came_back()
 
     def _set_log_level_on(self, engine: Engine, level: str) -> None:
         try:
@@ -411,6 +441,7 @@ class Session:
         subscriptions.connection_lost(engine)
         if engine is not connection.res.engine or connection.state is not ClientState.OPEN:
             return  # closed, reconnecting, or a connect attempt's engine: not a loss to repair
+        self.lost(error)
         if not subscriptions.suspended():
             return
         if connection.factory is None:

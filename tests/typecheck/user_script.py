@@ -110,6 +110,10 @@ def main() -> None:
         print(exc.urls, exc.elicitations)
     except mcp_sync.HandlerError as exc:
         print(exc.handler)
+    except mcp_sync.ServerUnavailable as exc:
+        status: int | None = exc.status
+        retry_after: float | None = exc.retry_after
+        print(status, retry_after)
     except errors as exc:
         print(exc.message, exc.method, exc.request_id)
     refusal = mcp_sync.ServerRequestError("no", code=-1)
