@@ -26,7 +26,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from ._client import USE_CLIENT_DEFAULT, Client, ClientState
-from ._connect import connect
+from ._connect import connect, shared
 from ._llm_formats import to_anthropic_tools, to_gemini_tools, to_openai_tools
 from ._protocol.handlers import apply_defaults
 from ._protocol.lifecycle import LEGACY_VERSIONS, MODERN_VERSIONS
@@ -150,6 +150,7 @@ __all__ = [
     "browser_authorize",
     "connect",
     "load_config",
+    "shared",
     "to_anthropic_tools",
     "to_gemini_tools",
     "to_openai_tools",

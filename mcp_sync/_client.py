@@ -148,6 +148,8 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
             on_reconnected=_reconnected_callback(self, _checked_callback("on_reconnected", on_reconnected)),
         )
         self._session.connection.finalizer_for(self)
+        #: (constructor, arguments) it was made with, for pickling; None when built on a transport
+        self._recipe: tuple[str, dict[str, Any]] | None = None
 
     # -- constructors -------------------------------------------------------------
     # Each factory spells out every Client option (a typed API: a misspelt option is a
@@ -209,6 +211,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
 
             client = mcp_sync.Client.stdio("python", ["server.py"], env={"DEBUG": "1"})
         """
+        recipe = _recipe(locals())  # first: what to pickle this client as (#19.5)
         from .transports.stdio import StdioTransport
 
         program, arguments = command_line(command, args)
@@ -227,7 +230,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
                 max_message_bytes=max_message_bytes,
             )
 
-        return cls(
+        return _with_recipe("stdio", recipe, cls(
             factory, name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
             timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,
             input_required_max_rounds=input_required_max_rounds, on_elicitation=on_elicitation,
@@ -236,7 +239,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
             validate_input=validate_input,
-        )
+        ))
 
     @classmethod
     def http(
@@ -287,13 +290,14 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
 
             client = mcp_sync.Client.http("http://127.0.0.1:8000/mcp", headers={"X-Team": "a"})
         """
+        recipe = _recipe(locals())  # first: what to pickle this client as (#19.5)
         from .transports.http import HttpTransport
 
         transport_options = http_options(
             HttpTransport, "Client.http", url, session=session, verify=verify, cert=cert, proxies=proxies,
             connect_timeout=connect_timeout, max_retries=max_retries,
         )
-        return cls(
+        return _with_recipe("http", recipe, cls(
             lambda: HttpTransport(url, headers=headers, auth=auth, max_message_bytes=max_message_bytes,
                                   **transport_options),
             name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
@@ -304,7 +308,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
             validate_input=validate_input,
-        )
+        ))
 
     @classmethod
     def sse(
@@ -352,13 +356,14 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
 
             client = mcp_sync.Client.sse("http://127.0.0.1:3001/sse")
         """
+        recipe = _recipe(locals())  # first: what to pickle this client as (#19.5)
         from .transports.sse import SseTransport
 
         transport_options = http_options(
             SseTransport, "Client.sse", url, session=session, verify=verify, cert=cert, proxies=proxies,
             connect_timeout=connect_timeout, max_retries=max_retries,
         )
-        return cls(
+        return _with_recipe("sse", recipe, cls(
             lambda: SseTransport(url, headers=headers, auth=auth, max_message_bytes=max_message_bytes,
                                  **transport_options),
             name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
@@ -369,7 +374,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
             validate_input=validate_input,
-        )
+        ))
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -917,6 +922,23 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         where = f" {connection.target}" + (f" pid={pid}" if pid is not None else "")
         return f"<mcp_sync.Client {connection.name!r} {connection.state.value}{era}{where}>"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as what it connects to and with which options, never its connection.
+
+        The copy is a new client that connects on first use in the process that
+        unpickles it (a worker). A client built on a transport object cannot be
+        pickled; neither can one with an option that does not pickle (a lambda
+        handler, an open file): TypeError naming the option.
+
+        Example: ``pool.submit(job, client)`` (``job`` calls ``client.call_tool(...)`` in the worker)
+        """
+        recipe = self._recipe
+        if recipe is None:
+            raise TypeError("cannot pickle a Client built on a transport object; use Client.stdio/http/sse")
+        constructor, arguments = recipe
+        pickle_recipe("Client", arguments)
+        return (_unpickle_client, (type(self), constructor, arguments))
+
     # -- for tests and diagnostics: one line each over the session ------------------------------
 
     @property
@@ -935,6 +957,38 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
 
     def _dispatch_notification(self, method: str, params: dict[str, Any]) -> None:
         self._session.dispatch_notification(method, params)
+
+
+# -- pickling (#19.5): a client pickles as what it connects to and how -------------------------
+
+
+def _recipe(arguments: dict[str, Any]) -> dict[str, Any]:
+    """A constructor's arguments (its ``locals()`` on entry), without ``cls``."""
+    return {key: value for key, value in arguments.items() if key != "cls"}
+
+
+def _with_recipe(constructor: str, recipe: dict[str, Any], client: Client) -> Client:
+    client._recipe = (constructor, recipe)
+    return client
+
+
+def _unpickle_client(cls: type[Client], constructor: str, recipe: dict[str, Any]) -> Client:
+    """A new, unconnected client made like the pickled one (it connects on first use)."""
+    return getattr(cls, constructor)(**recipe)  # type: ignore[no-any-return]
+
+
+def pickle_recipe(what: str, recipe: Mapping[str, Any]) -> None:
+    """Raise TypeError naming the first option of ``recipe`` that cannot be pickled."""
+    import pickle
+
+    for option, value in recipe.items():
+        try:
+            pickle.dumps(value)
+        except Exception as exc:  # PicklingError, TypeError, AttributeError (a lambda, a lock, a file)
+            raise TypeError(
+                f"cannot pickle {what}: its option {option}={value!r:.60} cannot be pickled ({exc}); "
+                f"pass one that can (a module-level function, not a lambda) or build the {what} in the worker"
+            ) from exc
 
 
 # -- argument checks (before anything is sent) ---------------------------------------------------

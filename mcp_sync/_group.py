@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator, Mapping, Union
 
 import attrs
 
-from ._client import Client, ClientState
+from ._client import Client, ClientState, pickle_recipe
 from ._config import load_config
 from ._connect import NOT_GIVEN, _client_for, given_options, is_whole_config
 from ._llm_formats import LLMFormatsMixin, shortened_name
@@ -229,6 +229,7 @@ class ClientGroup(LLMFormatsMixin):
     ) -> None:
         # first: locals() holds only the parameters here
         client_options = given_options(locals(), "self", "servers", "strict", "options")
+        self._recipe = {"strict": strict, "options": options, **client_options}  # for pickling (#19.5)
         if isinstance(servers, (str, os.PathLike)) or is_whole_config(servers):
             servers = load_config(servers)
         self._sources: dict[str, Client | Mapping[str, Any]] = {str(name): src for name, src in servers.items()}
@@ -265,6 +266,17 @@ class ClientGroup(LLMFormatsMixin):
             "tool": {}, "prompt": {}, "resource": {}, "resource_template": {}
         }  # fmt: skip
         self._origins: OrderedDict[int, tuple[Any, str]] = OrderedDict()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as its servers (entries, or clients as what they connect to) and options,
+        never their connections: the copy connects on first use where it is unpickled.
+        An option that cannot be pickled (a lambda handler) is a TypeError naming it.
+
+        Example: ``pickle.loads(pickle.dumps(group)).call_tool("echo", {"text": "hi"})``
+        """
+        recipe = {"servers": dict(self._sources), **self._recipe}
+        pickle_recipe("ClientGroup", recipe)
+        return (_unpickle_group, (type(self), recipe))
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -731,6 +743,11 @@ def _collect_group(owned: list[Client], label: str) -> None:
             client.close()
         except Exception:  # a finalizer must not raise
             log.debug("mcp_sync: closing a collected group's client failed", exc_info=True)
+
+
+def _unpickle_group(cls: type[ClientGroup], recipe: dict[str, Any]) -> ClientGroup:
+    """A new group made like the pickled one (it connects on first use)."""
+    return cls(**recipe)
 
 
 #: the option names a per-server ``options=`` entry may use: the group's own keyword options

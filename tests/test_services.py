@@ -303,3 +303,175 @@ def test_connection_event_options_are_checked_and_typed() -> None:
                      mcp_sync.connect, mcp_sync.ClientGroup):
         parameters = inspect.signature(function).parameters
         assert "on_connection_lost" in parameters and "on_reconnected" in parameters, function
+
+
+# -- #19.5 one client per worker process ---------------------------------------------------------
+
+
+def _echo_in_worker(client: mcp_sync.Client, text: str) -> tuple[int, str, str]:
+    """Runs in a worker process: the client arrived pickled and connects on first use here."""
+    import os
+
+    assert client.state is mcp_sync.ClientState.NEW
+    return os.getpid(), client.call_tool("echo", {"text": text}).text, client.era
+
+
+def _shared_in_worker(text: str) -> tuple[int, int, str]:
+    import os
+
+    client = mcp_sync.shared([PY, SDK_SERVER, "stdio"], timeout=30)
+    assert client is mcp_sync.shared([PY, SDK_SERVER, "stdio"], timeout=30)
+    return os.getpid(), id(client), client.call_tool("echo", {"text": text}).text
+
+
+def _pool(workers: int = 2):  # type: ignore[no-untyped-def]
+    import concurrent.futures
+    import multiprocessing
+
+    return concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("era", ERAS)
+def test_a_pickled_stdio_client_connects_on_first_use_in_the_worker(era: str) -> None:
+    import os
+
+    client = mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], mode=era, timeout=30, name="sdk")
+    with _pool(1) as pool:
+        pid, text, worker_era = pool.submit(_echo_in_worker, client, "from a worker").result(timeout=90)
+    assert (text, worker_era) == ("from a worker", era)
+    assert pid != os.getpid()
+    assert client.state is mcp_sync.ClientState.NEW  # the parent's was never connected
+    back = pickle.loads(pickle.dumps(client))
+    assert back is not client and back.name == "sdk" and back.timeout == 30
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("era", ERAS)
+def test_a_pickled_http_client_connects_on_first_use_in_the_worker(era: str, sdk_http_url: str) -> None:
+    with mcp_sync.Client.http(sdk_http_url, mode=era, timeout=30, headers={"X-Team": "a"}) as client:
+        client.call_tool("echo", {"text": "parent"})  # a connected client pickles the same way
+        with _pool(1) as pool:
+            _pid, text, worker_era = pool.submit(_echo_in_worker, client, "http worker").result(timeout=90)
+    assert (text, worker_era) == ("http worker", era)
+
+
+def test_an_option_that_cannot_be_pickled_is_named() -> None:
+    client = mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], on_notification=lambda method, params: None)
+    with pytest.raises(TypeError, match="on_notification"):
+        pickle.dumps(client)
+    group = mcp_sync.ClientGroup({"sdk": {"command": PY, "args": [SDK_SERVER, "stdio"]}},
+                                 on_elicitation=lambda params: {"action": "decline"})
+    with pytest.raises(TypeError, match="on_elicitation"):
+        pickle.dumps(group)
+
+
+def test_a_client_on_a_transport_object_does_not_pickle() -> None:
+    from mcp_sync.transports.stdio import StdioTransport
+
+    client = mcp_sync.Client(StdioTransport(PY, [SDK_SERVER, "stdio"]))
+    with pytest.raises(TypeError, match="transport object"):
+        pickle.dumps(client)
+    client.close()
+
+
+@pytest.mark.timeout(120)
+def test_a_client_group_pickles_as_its_servers_and_options() -> None:
+    servers = {"sdk": {"command": PY, "args": [SDK_SERVER, "stdio"]},
+               "built": mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], mode="legacy")}
+    group = mcp_sync.ClientGroup(servers, timeout=30, options={"sdk": {"mode": "modern"}})
+    copy = pickle.loads(pickle.dumps(group))
+    try:
+        assert copy is not group and not copy.clients
+        assert copy.call_tool("echo", {"text": "g"}, server="sdk").text == "g"
+        assert (copy.clients["sdk"].era, copy.clients["built"].era) == ("modern", "legacy")
+        assert copy.clients["sdk"].timeout == 30
+    finally:
+        copy.close()
+        group.close()
+
+
+@pytest.mark.timeout(120)
+def test_shared_is_one_client_per_process_and_options() -> None:
+    import threading
+
+    target = [PY, SDK_SERVER, "stdio"]
+    seen: list[mcp_sync.Client] = []
+    threads = [threading.Thread(target=lambda: seen.append(mcp_sync.shared(target, timeout=30))) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    first = seen[0]
+    try:
+        assert len(seen) == 8 and all(client is first for client in seen)
+        assert first.state is mcp_sync.ClientState.NEW  # made on first use, connected on first request
+        assert mcp_sync.shared(list(target), timeout=30) is first  # an equal target and options
+        other = mcp_sync.shared(target, timeout=31)
+        assert other is not first
+        assert first.call_tool("echo", {"text": "one"}).text == "one"
+        first.close()
+        again = mcp_sync.shared(target, timeout=30)
+        assert again is not first  # a closed one is replaced
+        with _pool(2) as pool:
+            results = [pool.submit(_shared_in_worker, f"w{i}") for i in range(4)]
+            answers = [future.result(timeout=90) for future in results]
+        assert sorted(text for _, _, text in answers) == ["w0", "w1", "w2", "w3"]
+        by_pid: dict[int, set[int]] = {}
+        for pid, ident, _ in answers:
+            by_pid.setdefault(pid, set()).add(ident)
+        assert all(len(idents) == 1 for idents in by_pid.values())  # one client per worker process
+    finally:
+        for client in (first, mcp_sync.shared(target, timeout=31), mcp_sync.shared(target, timeout=30)):
+            client.close()
+
+
+@pytest.mark.timeout(60)
+def test_shared_makes_a_new_client_in_a_forked_child() -> None:
+    import os
+
+    target = [PY, SDK_SERVER, "stdio"]
+    parent = mcp_sync.shared(target, timeout=20, name="forked")
+    try:
+        assert parent.call_tool("echo", {"text": "p"}).text == "p"
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: a new client of its own, which works
+            try:
+                child = mcp_sync.shared(target, timeout=20, name="forked")
+                ok = child is not parent and child.call_tool("echo", {"text": "c"}).text == "c"
+                child.close()
+                os.write(write, b"ok" if ok else b"no")
+            finally:
+                os._exit(0)
+        os.close(write)
+        answer = os.read(read, 2)
+        os.waitpid(pid, 0)
+        assert answer == b"ok"
+        assert parent.call_tool("echo", {"text": "still"}).text == "still"  # the parent's is unaffected
+        assert mcp_sync.shared(target, timeout=20, name="forked") is parent
+    finally:
+        parent.close()
+
+
+@pytest.mark.timeout(120)
+def test_the_worker_example_runs() -> None:
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run([PY, str(root / "examples" / "worker.py")], capture_output=True, text=True, timeout=90,
+                            cwd=root, env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["echoed: one, two, three, four", "worker processes: True", "2 + 3 = 5"]
+
+
+def test_shared_takes_the_options_of_connect() -> None:
+    import inspect
+
+    def keywords(function: object) -> set[str]:
+        return set(inspect.signature(function).parameters) - {"target"}  # type: ignore[arg-type]
+
+    assert keywords(mcp_sync.shared) == keywords(mcp_sync.connect)
+    with pytest.raises(TypeError, match="timout"):
+        mcp_sync.shared("no-such-command-mcp-sync", timout=5)  # type: ignore[call-arg]

@@ -53,6 +53,8 @@ def main() -> None:
                                   auth=mcp_sync.OAuth(client_name="demo"))
     legacy = mcp_sync.Client.sse("https://example.com/sse", timeout=None)
     other = mcp_sync.connect("python server.py")
+    worker_client: mcp_sync.Client = mcp_sync.shared("python server.py", timeout=30)
+    print(worker_client.name)
     for each in (remote, legacy, other):
         each.close()
     with client:
@@ -110,7 +112,7 @@ def main() -> None:
         print(exc.urls, exc.elicitations)
     except mcp_sync.HandlerError as exc:
         print(exc.handler)
-    except mcp_sync.ServerUnavailable as exc:
+    except mcp_sync.ServerUnavailable as exc:  # #19.4
         status: int | None = exc.status
         retry_after: float | None = exc.retry_after
         print(status, retry_after)
