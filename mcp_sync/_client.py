@@ -615,6 +615,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         progress: ProgressCallback | None = None,
         cancel: CancellationToken | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         raise_on_error: bool = False,
         input_responses: Mapping[str, Any] | None = None,
         request_state: str | None = None,
@@ -645,7 +646,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         tool_name = name.name if isinstance(name, Tool) else name
         args = check_tool_call("call_tool", tool_name, arguments)
         options = call_options(
-            "call_tool", timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+            "call_tool", timeout=timeout, cancel=cancel, progress=progress, meta=meta, headers=headers,
             input_responses=input_responses, request_state=request_state,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
@@ -689,6 +690,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         cache: str | None = None,
         input_responses: Mapping[str, Any] | None = None,
         request_state: str | None = None,
@@ -705,7 +707,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
             raise TypeError(f"read_resource: uri must be a string, not {type(uri).__name__}")
         check_json(uri, "read_resource: uri")
         options = call_options(
-            "read_resource", timeout=timeout, cancel=cancel, progress=progress, meta=meta, cache=cache,
+            "read_resource", timeout=timeout, cancel=cancel, progress=progress, meta=meta, headers=headers, cache=cache,
             input_responses=input_responses, request_state=request_state,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
@@ -729,6 +731,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         input_responses: Mapping[str, Any] | None = None,
         request_state: str | None = None,
         reset_timeout_on_progress: bool = False,
@@ -739,7 +742,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         Example: ``client.get_prompt("greet", {"name": "Ada"}).messages``
         """
         options = call_options(
-            "get_prompt", timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+            "get_prompt", timeout=timeout, cancel=cancel, progress=progress, meta=meta, headers=headers,
             input_responses=input_responses, request_state=request_state,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
@@ -757,6 +760,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Completion:
@@ -770,7 +774,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         Example: ``client.complete(prompt, ("name", "Al")).values``
         """
         options = call_options(
-            "complete", timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+            "complete", timeout=timeout, cancel=cancel, progress=progress, meta=meta, headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
         params = _completion_params(ref, argument, context)
@@ -784,6 +788,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> DiscoverResult:
         """``server/discover`` (modern servers): versions, capabilities, identity.
 
@@ -793,7 +798,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         Example: ``client.discover(cache="refresh").capabilities``
         """
         check_mode(cache)
-        options = call_options("discover", cache=cache, timeout=timeout, cancel=cancel, meta=meta)
+        options = call_options("discover", cache=cache, timeout=timeout, cancel=cancel, meta=meta, headers=headers)
         return DiscoverResult.from_wire(self._session.discover(options))
 
     def ping(
@@ -802,13 +807,14 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         """Check the server is alive. Legacy: ``ping``; modern servers have no ping,
         so a ``server/discover`` round trip stands in for it.
 
         Example: ``client.ping(timeout=5)`` (raises :class:`RequestTimeout` if no answer in 5 s)
         """
-        options = call_options("ping", timeout=timeout, cancel=cancel, meta=meta)
+        options = call_options("ping", timeout=timeout, cancel=cancel, meta=meta, headers=headers)
         method = "ping" if self._session.connected().era == "legacy" else "server/discover"
         self._session.send(method, None, options)
 
@@ -833,6 +839,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> dict[str, Any]:
@@ -842,7 +849,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         """
         wire_params = _raw_params("request", method, params)
         options = call_options(
-            "request", timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+            "request", timeout=timeout, cancel=cancel, progress=progress, meta=meta, headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
         return self._session.send(method, wire_params, options)
@@ -1022,7 +1029,12 @@ def _tool_call_options(
     headers = session.tool_headers.headers(name, arguments) if session.mirrors_param_headers() else None
     if headers is None and request_ids is None:
         return options  # the common case: nothing to add, no copy
-    return attrs.evolve(options, headers=headers, on_request_id=None if request_ids is None else request_ids.append)
+    if headers is not None and options.headers:  # the caller's own headers (#19.1) go along
+        headers = {**options.headers, **headers}
+    return attrs.evolve(
+        options, headers=headers if headers is not None else options.headers,
+        on_request_id=None if request_ids is None else request_ids.append,
+    )
 
 
 def _prompt_params(name: Any, arguments: Any) -> dict[str, Any]:

@@ -435,6 +435,7 @@ class ClientGroup(LLMFormatsMixin):
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Iterator[Tool]:
@@ -451,7 +452,9 @@ class ClientGroup(LLMFormatsMixin):
             for tool in group.tools(prefix=True):
                 print(tool.name)        # e.g. "github__search_issues"
         """
-        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        options = _call_options(
+            cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout, headers
+        )
         return self._walk("tool", prefix, options)
 
     def prompts(
@@ -463,6 +466,7 @@ class ClientGroup(LLMFormatsMixin):
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Iterator[Prompt]:
@@ -470,7 +474,9 @@ class ClientGroup(LLMFormatsMixin):
 
         Example: ``names = [p.name for p in group.prompts()]``
         """
-        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        options = _call_options(
+            cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout, headers
+        )
         return self._walk("prompt", prefix, options)
 
     def resources(
@@ -481,6 +487,7 @@ class ClientGroup(LLMFormatsMixin):
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Iterator[Resource]:
@@ -488,7 +495,9 @@ class ClientGroup(LLMFormatsMixin):
 
         Example: ``uris = [r.uri for r in group.resources()]``
         """
-        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        options = _call_options(
+            cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout, headers
+        )
         return self._walk("resource", False, options)
 
     def resource_templates(
@@ -499,6 +508,7 @@ class ClientGroup(LLMFormatsMixin):
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Iterator[ResourceTemplate]:
@@ -509,7 +519,9 @@ class ClientGroup(LLMFormatsMixin):
 
         Example: ``templates = {t.uri_template: group.server_of(t) for t in group.resource_templates()}``
         """
-        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        options = _call_options(
+            cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout, headers
+        )
         return self._walk("resource_template", False, options)
 
     def server_of(self, item: Tool | Prompt | Resource | ResourceTemplate | str) -> str:
@@ -600,6 +612,7 @@ class ClientGroup(LLMFormatsMixin):
         progress: ProgressCallback | None = None,
         cancel: CancellationToken | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         raise_on_error: bool = False,
         input_responses: Mapping[str, Any] | None = None,
         request_state: str | None = None,
@@ -623,7 +636,8 @@ class ClientGroup(LLMFormatsMixin):
         server, plain = self._route("tool", name, server)
         return self._client(server, name).call_tool(
             plain, arguments, validate=validate, timeout=timeout, progress=progress, cancel=cancel, meta=meta,
-            raise_on_error=raise_on_error, input_responses=input_responses, request_state=request_state,
+            headers=headers, raise_on_error=raise_on_error, input_responses=input_responses,
+            request_state=request_state,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
 
@@ -637,6 +651,7 @@ class ClientGroup(LLMFormatsMixin):
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         input_responses: Mapping[str, Any] | None = None,
         request_state: str | None = None,
         reset_timeout_on_progress: bool = False,
@@ -650,7 +665,7 @@ class ClientGroup(LLMFormatsMixin):
         """
         server, plain = self._route("prompt", name, server)
         return self._client(server, name).get_prompt(
-            plain, arguments, timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+            plain, arguments, timeout=timeout, cancel=cancel, progress=progress, meta=meta, headers=headers,
             input_responses=input_responses, request_state=request_state,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
@@ -664,6 +679,7 @@ class ClientGroup(LLMFormatsMixin):
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         cache: str | None = None,
         input_responses: Mapping[str, Any] | None = None,
         request_state: str | None = None,
@@ -681,7 +697,7 @@ class ClientGroup(LLMFormatsMixin):
         """
         options: dict[str, Any] = {
             "timeout": timeout, "cancel": cancel, "progress": progress, "meta": meta, "cache": cache,
-            "input_responses": input_responses, "request_state": request_state,
+            "headers": headers, "input_responses": input_responses, "request_state": request_state,
             "reset_timeout_on_progress": reset_timeout_on_progress, "max_total_timeout": max_total_timeout,
         }  # fmt: skip
         if server is None:
@@ -763,13 +779,15 @@ def _call_options(
     meta: Mapping[str, Any] | None,
     reset_timeout_on_progress: bool,
     max_total_timeout: float | None,
+    headers: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """One listing call's options as keywords for each member, checked at once (the walks are lazy)."""
     call_options(
-        "listing", cache=cache, timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+        "listing", cache=cache, timeout=timeout, cancel=cancel, progress=progress, meta=meta, headers=headers,
         reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
     )
     return {
         "cache": cache, "timeout": timeout, "cancel": cancel, "progress": progress, "meta": meta,
         "reset_timeout_on_progress": reset_timeout_on_progress, "max_total_timeout": max_total_timeout,
+        "headers": headers,
     }

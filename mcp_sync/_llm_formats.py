@@ -900,6 +900,7 @@ class LLMFormatsMixin:
         progress: ProgressCallback | None = ...,
         cancel: CancellationToken | None = ...,
         meta: Mapping[str, Any] | None = ...,
+        headers: Mapping[str, str] | None = ...,
         reset_timeout_on_progress: bool = ...,
         max_total_timeout: float | None = ...,
     ) -> OpenAIToolMessage: ...
@@ -914,6 +915,7 @@ class LLMFormatsMixin:
         progress: ProgressCallback | None = ...,
         cancel: CancellationToken | None = ...,
         meta: Mapping[str, Any] | None = ...,
+        headers: Mapping[str, str] | None = ...,
         reset_timeout_on_progress: bool = ...,
         max_total_timeout: float | None = ...,
     ) -> OpenAIFunctionCallOutput: ...
@@ -928,6 +930,7 @@ class LLMFormatsMixin:
         progress: ProgressCallback | None = ...,
         cancel: CancellationToken | None = ...,
         meta: Mapping[str, Any] | None = ...,
+        headers: Mapping[str, str] | None = ...,
         reset_timeout_on_progress: bool = ...,
         max_total_timeout: float | None = ...,
     ) -> AnthropicToolResult: ...
@@ -942,6 +945,7 @@ class LLMFormatsMixin:
         progress: ProgressCallback | None = ...,
         cancel: CancellationToken | None = ...,
         meta: Mapping[str, Any] | None = ...,
+        headers: Mapping[str, str] | None = ...,
         reset_timeout_on_progress: bool = ...,
         max_total_timeout: float | None = ...,
     ) -> Any: ...
@@ -955,6 +959,7 @@ class LLMFormatsMixin:
         progress: ProgressCallback | None = None,
         cancel: CancellationToken | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Any:
@@ -996,7 +1001,8 @@ class LLMFormatsMixin:
                 arguments = drop_optional_nulls(arguments, schema)
             result = self.call_tool(
                 tool_name, arguments, validate=validate, timeout=timeout, progress=progress, cancel=cancel, meta=meta,
-                reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
+                headers=headers, reset_timeout_on_progress=reset_timeout_on_progress,
+                max_total_timeout=max_total_timeout,
             )
         except (MCPError, ValueError, RecursionError) as exc:  # the tool failed: the model reads why and goes on
             log.info("mcp_sync: tool call %r failed: %s", _short(parsed.name), exc)

@@ -475,3 +475,57 @@ def test_shared_takes_the_options_of_connect() -> None:
     assert keywords(mcp_sync.shared) == keywords(mcp_sync.connect)
     with pytest.raises(TypeError, match="timout"):
         mcp_sync.shared("no-such-command-mcp-sync", timout=5)  # type: ignore[call-arg]
+
+
+# -- #19.1 per-request headers and credentials ----------------------------------------------------
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_per_request_headers_go_with_that_request_only(era: str) -> None:
+    with FakeServer(era) as server, mcp_sync.Client.http(server.url, mode=era, headers={"X-Team": "a"}) as client:
+        assert client.call_tool("echo", {"n": 1}, headers={"X-User": "42"}).text == '{"n": 1}'
+        assert [tool.name for tool in client.tools(headers={"X-User": "7"})] == ["echo"]
+        client.call_tool("echo", {"n": 2})
+        calls = server.seen("tools/call")
+    assert [(r.headers.get("x-user"), r.headers.get("x-team")) for r in calls] == [("42", "a"), (None, "a")]
+    assert [r.headers.get("x-user") for r in server.seen("tools/list")] == ["7"]
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_per_request_headers_on_the_sdk_server(era: str, sdk_http_url: str) -> None:
+    with mcp_sync.Client.http(sdk_http_url, mode=era, timeout=30) as client:
+        assert client.call_tool("echo", {"text": "h"}, headers={"X-User": "1"}).text == "h"
+        assert "echo" in [tool.name for tool in client.tools(headers={"X-User": "1"})]
+        assert client.read_resource("test://static", headers={"X-User": "1"}).text == "static content"
+        assert client.get_prompt("greet", {"name": "A"}, headers={"X-User": "1"}).messages
+
+
+def test_per_request_headers_on_stdio_are_a_type_error_before_anything_is_sent() -> None:
+    client = mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], timeout=30)
+    with pytest.raises(TypeError, match="HTTP transport"):
+        client.call_tool("echo", {"text": "x"}, headers={"X-User": "1"})
+    assert client.state is mcp_sync.ClientState.NEW  # not even connected
+    with pytest.raises(TypeError, match="HTTP transport"):
+        list(client.tools(headers={"X-User": "1"}))
+    with pytest.raises(TypeError, match="must map a string"):
+        client.call_tool("echo", {"text": "x"}, headers={"X-User": 1})  # type: ignore[dict-item]
+    client.close()
+
+
+def test_results_cached_under_per_request_headers_stay_theirs() -> None:
+    from tests.httpkit import json_reply, result
+
+    def listing(request):  # type: ignore[no-untyped-def]
+        if request.rpc_method != "tools/list":
+            return None
+        user = request.headers.get("x-user", "nobody")
+        tools = [{"name": f"for_{user}", "inputSchema": {"type": "object"}}]
+        return json_reply(result(request, {"tools": tools, "ttlMs": 60_000, "cacheScope": "private"}))
+
+    with FakeServer("modern") as server, mcp_sync.Client.http(server.url, mode="modern") as client:
+        server.override = listing
+        for _ in range(2):
+            assert [t.name for t in client.tools(headers={"X-User": "ann"})] == ["for_ann"]
+            assert [t.name for t in client.tools(headers={"X-User": "bob"})] == ["for_bob"]
+            assert [t.name for t in client.tools()] == ["for_nobody"]
+        assert len(server.seen("tools/list")) == 3  # once per credential, each reused

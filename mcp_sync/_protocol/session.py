@@ -211,6 +211,8 @@ class Session:
     def send(self, method: str, params: dict[str, Any] | None = None, options: CallOptions = DEFAULT
              ) -> dict[str, Any]:
         """The one request path: connect within the deadline, envelope, engine, resultType check."""
+        if options.credential is not None:
+            self.check_request_headers(method)
         negotiated, options = self.connected_within(method, options)
         engine = self.connection.res.engine
         if engine is None:
@@ -252,8 +254,12 @@ class Session:
         store = self.cache
         if store is None or options.cache == "bypass" or method not in CACHEABLE_METHODS or is_retry(params):  # C2
             return self.send(method, params, options)
+        if options.credential is not None:
+            self.check_request_headers(method)
         negotiated, options = self.connected_within(method, options)
         auth = self.auth_context()
+        if options.credential is not None:  # C5, #19.1: a caller's own credentials keep their own results
+            auth = (auth, options.credential)
         hold = self.hold_token(method, negotiated)
         if options.cache == "use":
             hit = store.get(method, params, auth, hold)
@@ -290,6 +296,15 @@ class Session:
             return None if stream is None else ("session", id(engine), stream)
         feed = self.subscriptions.change_feed(engine, flag)
         return None if feed is None else ("listen", id(engine), feed)
+
+    def check_request_headers(self, method: str) -> None:
+        """#19.1: per-request headers need a transport that sends them (HTTP); TypeError before
+        anything is sent (stdio has no headers)."""
+        if not declared(self.connection.transport).per_request_headers:
+            raise TypeError(
+                f"{method}: per-request headers and credentials need an HTTP transport; "
+                f"{self.connection.target!r} is not one (stdio has no headers: pass env= to Client.stdio)"
+            )
 
     def declares_tasks(self, extensions: Mapping[str, Any] | None) -> bool:
         return TASKS_EXTENSION in (extensions or {}) or TASKS_EXTENSION in self.handlers.extensions

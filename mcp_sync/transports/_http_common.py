@@ -448,6 +448,8 @@ class _Session(requests.Session):
 class HttpBase(BaseTransport):
     """Session, threads and exchanges shared by HttpTransport and SseTransport."""
 
+    per_request_headers = True  # send(..., headers=) goes out with that request (#19.1)
+
     def __init__(
         self,
         url: str,

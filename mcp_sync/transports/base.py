@@ -88,6 +88,9 @@ class BaseTransport:
     inline_sends: bool = False
     #: the arguments a listed tool marks with x-mcp-header go out as ``Mcp-Param-*`` headers
     mirrors_param_headers: bool = False
+    #: ``send(message, headers=...)`` sends those headers with that one request (HTTP): a caller's
+    #: per-request headers and credentials (``headers=``, ``Client.bind``) need it (#19.1)
+    per_request_headers: bool = False
 
     @property
     def notification_stream(self) -> Any:
