@@ -25,7 +25,7 @@ heavy dependencies (``requests``) when first used.
 import logging
 from typing import TYPE_CHECKING
 
-from ._client import USE_CLIENT_DEFAULT, Client, ClientState
+from ._client import USE_CLIENT_DEFAULT, BoundClient, Client, ClientState
 from ._connect import connect, shared
 from ._llm_formats import to_anthropic_tools, to_gemini_tools, to_openai_tools
 from ._protocol.handlers import apply_defaults
@@ -96,6 +96,7 @@ __all__ = [
     "AudioContent",
     "AuthorizationError",
     "BlobResourceContents",
+    "BoundClient",
     "CallToolResult",
     "CancellationToken",
     "Cancelled",

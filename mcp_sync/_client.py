@@ -10,8 +10,10 @@ at once.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
@@ -21,8 +23,17 @@ from ._client_lists import ListingMethods
 from ._client_tasks import TaskMethods
 from ._headers import HEADER_MISMATCH
 from ._llm_formats import LLMFormatsMixin
-from ._options import CallOptions, ProgressCallback, Roots, call_options, check_mode
+from ._options import (
+    CallOptions,
+    ProgressCallback,
+    Roots,
+    call_options,
+    check_mode,
+    check_request_headers,
+    credential_of,
+)
 from ._protocol import input_required
+from ._protocol.bound import BoundSession
 from ._protocol.connection import ClientState
 from ._protocol.session import LOG_LEVELS, Session, check_roots
 from ._protocol.subscriptions import Subscription
@@ -34,6 +45,7 @@ from .cancellation import CancellationToken
 from .exceptions import (
     INVALID_PARAMS,
     RESOURCE_NOT_FOUND_LEGACY,
+    ClientStateError,
     MCPError,
     ResourceNotFound,
     ServerError,
@@ -56,7 +68,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcp_sync")
 
-__all__ = ["USE_CLIENT_DEFAULT", "Client", "ClientState"]
+__all__ = ["USE_CLIENT_DEFAULT", "BoundClient", "Client", "ClientState"]
 
 
 class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
@@ -150,6 +162,9 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         self._session.connection.finalizer_for(self)
         #: (constructor, arguments) it was made with, for pickling; None when built on a transport
         self._recipe: tuple[str, dict[str, Any]] | None = None
+        #: credential -> the client holding a view's own legacy HTTP session (#19.1)
+        self._own_sessions: dict[Any, Client] = {}
+        self._lock = threading.Lock()
 
     # -- constructors -------------------------------------------------------------
     # Each factory spells out every Client option (a typed API: a misspelt option is a
@@ -510,6 +525,66 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         Example: ``client.close()`` (a ``with mcp_sync.Client.stdio(...) as client:`` block does it on exit)
         """
         self._session.connection.close()
+        with self._lock:
+            own, self._own_sessions = list(self._own_sessions.values()), {}
+        for client in own:  # the legacy sessions of its views' credentials (#19.1)
+            client.close()
+
+    def bind(self, *, headers: Mapping[str, str] | None = None, auth: Any = None) -> BoundClient:
+        """A view of this client that sends its own credentials (HTTP): :class:`BoundClient`.
+
+        The view has this client's request methods and shares its connection,
+        threads and options; each request it sends carries ``headers`` (on top of
+        the client's) and ``auth`` (what :meth:`http` takes: a ``requests`` auth
+        object, a callable, ``(user, password)``, or :class:`OAuth`; applied per
+        request, so a refreshed token is used at once) in place of the client's.
+        Results it has cached are its own, never served to another credential.
+        On a legacy HTTP server, whose sessions belong to the credentials that
+        opened them, a view with other credentials gets its own session
+        (``Mcp-Session-Id``), made on first use and reused by views with equal
+        credentials (the same headers and the same ``auth`` object; at most 64,
+        the least recently used closed first). A view has no ``close()``:
+        closing the client ends its views (their requests raise
+        :class:`ClientStateError`). Making a view costs no request; views are
+        thread-safe. On stdio: TypeError (no headers there).
+
+        Example::
+
+            @app.get("/search")
+            def search():
+                user = client.bind(headers={"Authorization": f"Bearer {request_token()}"})
+                return user.call_tool("search", {"q": request.args["q"]}).text
+        """
+        header_map = check_request_headers(headers, "bind") or {}
+        if not declared(self._session.connection.transport).per_request_headers:
+            raise TypeError(f"bind: per-request headers and credentials need an HTTP transport; {self!r} is not one")
+        if isinstance(self, BoundClient):  # a view of a view: the client's view with both credentials
+            parent, base = self._parent, self._binding
+            return parent.bind(headers={**base[0], **header_map}, auth=auth if auth is not None else base[1])
+        return BoundClient._of(self, header_map, auth)
+
+    def _own_session(self, headers: dict[str, str], auth: Any) -> Session:
+        """The session of a view's credentials on a legacy HTTP server: a client of its own, made
+        like this one (its recipe) with those credentials; closed with this client."""
+        key = credential_of(headers, auth)
+        with self._lock:
+            if self._session.connection.state is ClientState.CLOSED:
+                raise ClientStateError("the client this view was bound from is closed")
+            client = self._own_sessions.pop(key, None)
+            if client is None:
+                if self._recipe is None:
+                    raise TypeError("bind: a client built on a transport object cannot open sessions for views")
+                constructor, recipe = self._recipe
+                merged = {**(recipe.get("headers") or {}), **headers}
+                client = getattr(Client, constructor)(**{
+                    **recipe, "headers": merged, "auth": auth if auth is not None else recipe.get("auth"),
+                })
+            self._own_sessions[key] = client  # most recently used last
+            doomed = list(self._own_sessions)[:-_MAX_OWN_SESSIONS]
+            closing = [self._own_sessions.pop(each) for each in doomed]
+        for each in closing:
+            each.close()
+        return client._session
 
     # -- what was negotiated ------------------------------------------------------------
 
@@ -964,6 +1039,77 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
 
     def _dispatch_notification(self, method: str, params: dict[str, Any]) -> None:
         self._session.dispatch_notification(method, params)
+
+
+# -- views with their own credentials (#19.1) ------------------------------------------------------
+
+_MAX_OWN_SESSIONS = 64
+
+
+def _no_lifecycle(name: str) -> Any:
+    def refuse(self: BoundClient) -> Any:
+        raise AttributeError(f"a BoundClient has no {name}(): it lives and ends with the client it was bound from")
+
+    return property(refuse)
+
+
+class BoundClient(Client):
+    """A view of a :class:`Client` with its own credentials; made by :meth:`Client.bind`.
+
+    It has the client's request methods (``call_tool``, ``tools``,
+    ``read_resource``, ``get_prompt``, ``request``, ...) and shares its
+    connection, threads and options; every request carries the view's headers
+    and auth. It has no ``close()``, ``connect()`` or ``with`` block: closing
+    the client ends its views. Thread-safe; cheap to make (one per web request
+    is fine). It does not pickle.
+
+    Example::
+
+        alice = client.bind(headers={"Authorization": "Bearer alice-token"})
+        print([tool.name for tool in alice.tools()])   # the tools Alice may see
+    """
+
+    # Class-level hints resolve in the package's namespace (its __module__): builtins and Client only.
+    _parent: Client
+    _binding: tuple  # (headers, auth)
+
+    def __init__(self, client: Client) -> None:
+        raise TypeError("a BoundClient is made by client.bind(headers=..., auth=...)")
+
+    @classmethod
+    def _of(cls, client: Client, headers: dict[str, str], auth: Any) -> BoundClient:
+        from .transports._http_common import auth_headers
+
+        view = cls.__new__(cls)
+        url = (client._recipe[1].get("url") if client._recipe else None) or client._session.connection.target
+        own: Callable[[], Session] | None = None
+        if headers or auth is not None:
+            own = functools.partial(client._own_session, headers, auth)
+
+        def request_headers() -> dict[str, str]:
+            return {**auth_headers(auth, url), **headers} if auth is not None else headers
+
+        view._session = BoundSession(
+            client._session, headers=request_headers, credential=credential_of(headers, auth), own_session=own
+        )
+        view._parent, view._binding = client, (headers, auth)
+        view._recipe, view._own_sessions, view._lock = None, {}, threading.Lock()
+        return view
+
+    close = _no_lifecycle("close")
+    connect = _no_lifecycle("connect")
+    reconnect = _no_lifecycle("reconnect")
+    __enter__ = _no_lifecycle("__enter__")
+    __exit__ = _no_lifecycle("__exit__")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        raise TypeError("a BoundClient does not pickle: pickle the client, and bind in the worker")
+
+    def __repr__(self) -> str:
+        return f"<mcp_sync.BoundClient of {self._parent!r}>"
+
+
+BoundClient.__module__ = "mcp_sync"
 
 
 # -- pickling (#19.5): a client pickles as what it connects to and how -------------------------

@@ -529,3 +529,116 @@ def test_results_cached_under_per_request_headers_stay_theirs() -> None:
             assert [t.name for t in client.tools(headers={"X-User": "bob"})] == ["for_bob"]
             assert [t.name for t in client.tools()] == ["for_nobody"]
         assert len(server.seen("tools/list")) == 3  # once per credential, each reused
+
+
+def test_a_view_sends_its_own_credentials_on_the_shared_connection() -> None:
+    with FakeServer("modern") as server, mcp_sync.Client.http(server.url, headers={"X-Team": "a"}) as client:
+        alice = client.bind(headers={"Authorization": "Bearer alice"})
+        bob = client.bind(auth=("bob", "secret"))
+        assert isinstance(alice, mcp_sync.BoundClient) and not hasattr(alice, "close")
+        for view in (alice, bob, client, alice):
+            view.call_tool("echo", {"n": 1}, headers={"X-Request": "r"})
+        assert alice.transport is client.transport and alice.era == "modern"  # one connection
+        seen = [(r.headers.get("authorization"), r.headers.get("x-team"), r.headers.get("x-request"))
+                for r in server.seen("tools/call")]
+    assert seen == [("Bearer alice", "a", "r"), ("Basic Ym9iOnNlY3JldA==", "a", "r"), (None, "a", "r"),
+                    ("Bearer alice", "a", "r")]
+
+
+def test_a_views_cached_results_are_its_own() -> None:
+    from tests.httpkit import json_reply, result
+
+    def listing(request):  # type: ignore[no-untyped-def]
+        if request.rpc_method != "tools/list":
+            return None
+        user = request.headers.get("authorization", "nobody").split()[-1]
+        tools = [{"name": f"for_{user}", "inputSchema": {"type": "object"}}]
+        return json_reply(result(request, {"tools": tools, "ttlMs": 60_000, "cacheScope": "private"}))
+
+    with FakeServer("modern") as server, mcp_sync.Client.http(server.url) as client:
+        server.override = listing
+        for _ in range(3):
+            assert [t.name for t in client.bind(headers={"Authorization": "Bearer ann"}).tools()] == ["for_ann"]
+            assert [t.name for t in client.bind(headers={"Authorization": "Bearer bob"}).tools()] == ["for_bob"]
+        assert len(server.seen("tools/list")) == 2  # each credential's list, reused by its later views
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_views_on_the_sdk_server(era: str, sdk_http_url: str) -> None:
+    client = mcp_sync.Client.http(sdk_http_url, mode=era, timeout=30)
+    with client:
+        alice = client.bind(headers={"Authorization": "Bearer alice"})
+        bob = client.bind(headers={"Authorization": "Bearer bob"})
+        again = client.bind(headers={"Authorization": "Bearer alice"})
+        assert alice.call_tool("echo", {"text": "a"}).text == "a"
+        assert bob.call_tool("echo", {"text": "b"}).text == "b"
+        assert again.call_tool("add", {"a": 1, "b": 2}).structured_content == {"result": 3}
+        assert "echo" in [tool.name for tool in alice.tools()]
+        if era == "legacy":  # a session belongs to its credentials: each view's its own, equal ones shared
+            ids = {view.transport.session_id for view in (client, alice, bob)}
+            assert len(ids) == 3 and None not in ids
+            assert again.transport.session_id == alice.transport.session_id
+        else:
+            assert alice.transport is client.transport is bob.transport
+    with pytest.raises(mcp_sync.ClientStateError):
+        alice.call_tool("echo", {"text": "after close"})  # closing the client ends its views
+    with pytest.raises(mcp_sync.ClientStateError):
+        list(bob.tools())
+
+
+def test_bind_on_stdio_is_a_type_error_and_views_do_not_pickle(sdk_http_url: str) -> None:
+    client = mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"])
+    with pytest.raises(TypeError, match="HTTP transport"):
+        client.bind(headers={"Authorization": "Bearer x"})
+    client.close()
+    with mcp_sync.Client.http(sdk_http_url) as remote:
+        view = remote.bind(headers={"X-User": "1"})
+        with pytest.raises(TypeError, match="does not pickle"):
+            pickle.dumps(view)
+        with pytest.raises(AttributeError, match="no close"):
+            view.close()
+        with pytest.raises(TypeError):
+            mcp_sync.BoundClient(remote)
+
+
+def test_the_flask_example_serves_two_users_with_their_own_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+    import threading
+    from pathlib import Path
+
+    from tests.conftest import free_port
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    monkeypatch.syspath_prepend(str(examples))
+    import demo_http_server
+
+    port = free_port()
+    server = demo_http_server.serve(port)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("MCP_URL", f"http://127.0.0.1:{port}/mcp")
+    spec = importlib.util.spec_from_file_location("flask_users", examples / "flask_users.py")
+    assert spec is not None and spec.loader is not None
+    app_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(app_module)
+    try:
+        web = app_module.app.test_client()
+        results: dict[str, list[str]] = {"alice": [], "bob": []}
+
+        def browse(user: str) -> None:
+            for _ in range(5):
+                answer = web.get("/whoami", headers={"Authorization": f"Bearer {user}-token"})
+                results[user].append(answer.get_json()["user"])
+
+        browsers = [threading.Thread(target=browse, args=(user,)) for user in ("alice", "bob")]
+        for browser in browsers:
+            browser.start()
+        for browser in browsers:
+            browser.join(30)
+        assert results == {"alice": ["alice"] * 5, "bob": ["bob"] * 5}
+        assert web.get("/tools", headers={"Authorization": "Bearer bob-token"}).get_json() == ["whoami"]
+        assert web.get("/whoami").get_json()["user"] == "anonymous"
+    finally:
+        app_module.mcp.close()
+        server.shutdown()
+        server.server_close()

@@ -157,6 +157,23 @@ def same_origin(reference: str, base: str, what: str) -> str:
     )
 
 
+def auth_headers(auth: Any, url: str) -> dict[str, str]:
+    """The headers ``auth`` adds to a request to ``url`` (#19.1: a bound view's credentials, sent
+    on the client's shared connection): :class:`mcp_sync.OAuth`'s current token, or what a
+    ``requests`` auth object or callable sets on a prepared request; ``(user, password)`` is
+    Basic auth. Read afresh for each request."""
+    headers_for = getattr(auth, "headers_for", None)  # mcp_sync.OAuth: no request needed
+    if callable(headers_for):
+        return dict(headers_for(url))
+    if isinstance(auth, tuple) and len(auth) == 2:
+        auth = requests.auth.HTTPBasicAuth(*auth)
+    prepared = requests.Request("POST", url).prepare()
+    before = dict(prepared.headers)
+    result = auth(prepared)
+    after = getattr(result, "headers", prepared.headers)
+    return {name: value for name, value in after.items() if before.get(name) != value}
+
+
 def describe_failure(exc: BaseException) -> str:
     """What went wrong with a connection, for a user: no library class names.
 

@@ -55,6 +55,8 @@ def main() -> None:
     other = mcp_sync.connect("python server.py")
     worker_client: mcp_sync.Client = mcp_sync.shared("python server.py", timeout=30)
     print(worker_client.name)
+    view: mcp_sync.BoundClient = remote.bind(headers={"Authorization": "Bearer user-token"})
+    print(view.call_tool("echo", {"text": "hi"}, headers={"X-Request": "1"}).text)
     for each in (remote, legacy, other):
         each.close()
     with client:
