@@ -102,7 +102,9 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
     is started at once) or a listen stream breaks; never for :meth:`close`.
     ``on_reconnected(client)`` after a restart or :meth:`reconnect`, a session
     renewal, or a listen stream that came back; the client is passed in (the
-    callback holds it weakly).
+    callback holds it weakly). ``tracing=True`` (the default): with
+    ``opentelemetry-api`` installed, each request is an OpenTelemetry client
+    span (see the Services page); ``tracing=False`` turns that off.
 
     Example::
 
@@ -130,6 +132,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         on_notification: Callable[[str, dict], None] | None = None,
         on_connection_lost: Callable[[MCPError], None] | None = None,
         on_reconnected: Callable[[Client], None] | None = None,
+        tracing: bool = True,
         log_level: str | None = None,
         extensions: Mapping[str, Any] | None = None,
         cache: bool = True,
@@ -158,6 +161,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
             restart=restart, schemas=ToolSchemas(validate_output, validate_input), url_elicitation=url_elicitation,
             on_connection_lost=_checked_callback("on_connection_lost", on_connection_lost),
             on_reconnected=_reconnected_callback(self, _checked_callback("on_reconnected", on_reconnected)),
+            tracing=bool(tracing),
         )
         self._session.connection.finalizer_for(self)
         #: (constructor, arguments) it was made with, for pickling; None when built on a transport
@@ -195,6 +199,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         on_notification: Callable[[str, dict], None] | None = None,
         on_connection_lost: Callable[[MCPError], None] | None = None,
         on_reconnected: Callable[[Client], None] | None = None,
+        tracing: bool = True,
         log_level: str | None = None,
         extensions: Mapping[str, Any] | None = None,
         cache: bool = True,
@@ -250,7 +255,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
             timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,
             input_required_max_rounds=input_required_max_rounds, on_elicitation=on_elicitation,
             on_sampling=on_sampling, on_roots=on_roots, on_notification=on_notification, log_level=log_level,
-            on_connection_lost=on_connection_lost, on_reconnected=on_reconnected,
+            on_connection_lost=on_connection_lost, on_reconnected=on_reconnected, tracing=tracing,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
             validate_input=validate_input,
@@ -284,6 +289,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         on_notification: Callable[[str, dict], None] | None = None,
         on_connection_lost: Callable[[MCPError], None] | None = None,
         on_reconnected: Callable[[Client], None] | None = None,
+        tracing: bool = True,
         log_level: str | None = None,
         extensions: Mapping[str, Any] | None = None,
         cache: bool = True,
@@ -319,7 +325,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
             timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,
             input_required_max_rounds=input_required_max_rounds, on_elicitation=on_elicitation,
             on_sampling=on_sampling, on_roots=on_roots, on_notification=on_notification, log_level=log_level,
-            on_connection_lost=on_connection_lost, on_reconnected=on_reconnected,
+            on_connection_lost=on_connection_lost, on_reconnected=on_reconnected, tracing=tracing,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
             validate_input=validate_input,
@@ -353,6 +359,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         on_notification: Callable[[str, dict], None] | None = None,
         on_connection_lost: Callable[[MCPError], None] | None = None,
         on_reconnected: Callable[[Client], None] | None = None,
+        tracing: bool = True,
         log_level: str | None = None,
         extensions: Mapping[str, Any] | None = None,
         cache: bool = True,
@@ -385,7 +392,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
             timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,
             input_required_max_rounds=input_required_max_rounds, on_elicitation=on_elicitation,
             on_sampling=on_sampling, on_roots=on_roots, on_notification=on_notification, log_level=log_level,
-            on_connection_lost=on_connection_lost, on_reconnected=on_reconnected,
+            on_connection_lost=on_connection_lost, on_reconnected=on_reconnected, tracing=tracing,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
             validate_input=validate_input,

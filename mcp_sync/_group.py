@@ -217,6 +217,7 @@ class ClientGroup(LLMFormatsMixin):
         on_notification: Callable[[str, dict[str, Any]], None] | None = NOT_GIVEN,
         on_connection_lost: Callable[[MCPError], None] | None = NOT_GIVEN,
         on_reconnected: Callable[[Client], None] | None = NOT_GIVEN,
+        tracing: bool = NOT_GIVEN,
         log_level: str | None = NOT_GIVEN,
         extensions: Mapping[str, Any] | None = NOT_GIVEN,
         cache: bool = NOT_GIVEN,

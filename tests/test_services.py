@@ -642,3 +642,104 @@ def test_the_flask_example_serves_two_users_with_their_own_tokens(monkeypatch: p
         app_module.mcp.close()
         server.shutdown()
         server.server_close()
+
+
+# -- #19.6 tracing -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def otel():  # type: ignore[no-untyped-def]
+    """The OpenTelemetry SDK, recording in memory (set once per process: providers are global)."""
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry import metrics, trace
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    global _OTEL
+    if "_OTEL" not in globals():
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        reader = InMemoryMetricReader()
+        metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+        _OTEL = (exporter, reader)
+    return _OTEL
+
+
+@pytest.fixture
+def sent_meta(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict]]:
+    """(method, params._meta) of every request an engine sends."""
+    from mcp_sync._engine import Engine
+
+    seen: list[tuple[str, dict]] = []
+    original = Engine.request
+
+    def recording(self: Engine, method: str, params: object = None, *args: object, **kwargs: object) -> object:
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        seen.append((method, dict(meta or {})))
+        return original(self, method, params, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Engine, "request", recording)
+    return seen
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_each_request_is_a_client_span_with_trace_context_in_meta(era: str, otel, sent_meta) -> None:  # type: ignore[no-untyped-def]
+    exporter, _ = otel
+    exporter.clear()
+    with mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], mode=era, timeout=30) as client:
+        assert client.call_tool("echo", {"text": "t"}).text == "t"
+        version = client.protocol_version
+    [span] = [s for s in exporter.get_finished_spans() if s.name == "tools/call echo"]
+    from opentelemetry.trace import SpanKind, StatusCode
+
+    assert span.kind is SpanKind.CLIENT and span.status.status_code is not StatusCode.ERROR
+    attributes = dict(span.attributes)
+    assert attributes["mcp.method.name"] == "tools/call"
+    assert attributes["gen_ai.tool.name"] == "echo" and attributes["gen_ai.operation.name"] == "execute_tool"
+    assert attributes["network.transport"] == "pipe" and attributes["mcp.protocol.version"] == version
+    assert attributes["jsonrpc.request.id"].isdigit()
+    [meta] = [meta for method, meta in sent_meta if method == "tools/call"]
+    trace_id = f"{span.context.trace_id:032x}"
+    assert meta["traceparent"].split("-")[1] == trace_id  # W3C trace context in params._meta
+
+
+def test_failures_set_the_span_status_and_error_type(otel, sdk_http_url: str) -> None:  # type: ignore[no-untyped-def]
+    from opentelemetry.trace import StatusCode
+
+    exporter, reader = otel
+    exporter.clear()
+    with mcp_sync.Client.http(sdk_http_url, mode="modern", timeout=30) as client:
+        with pytest.raises(mcp_sync.ServerError) as caught:
+            client.request("no/such/method")
+        assert client.call_tool("fail").is_error
+        client.read_resource("test://static")
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    failed = spans["no/such/method"]
+    assert failed.status.status_code is StatusCode.ERROR
+    assert failed.attributes["error.type"] == str(caught.value.code)
+    assert failed.attributes["rpc.response.status_code"] == str(caught.value.code)
+    tool = spans["tools/call fail"]
+    assert tool.status.status_code is StatusCode.ERROR and tool.attributes["error.type"] == "tool_error"
+    read = spans["resources/read"]
+    assert read.attributes["mcp.resource.uri"] == "test://static"
+    assert read.attributes["network.transport"] == "tcp" and read.attributes["server.address"] == "127.0.0.1"
+    names = [metric.name for resource in reader.get_metrics_data().resource_metrics
+             for scope in resource.scope_metrics for metric in scope.metrics]
+    assert "mcp.client.operation.duration" in names
+
+
+def test_tracing_false_makes_no_spans_and_import_loads_no_opentelemetry(otel) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+
+    exporter, _ = otel
+    exporter.clear()
+    with mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], timeout=30, tracing=False) as client:
+        client.call_tool("echo", {"text": "quiet"})
+    assert exporter.get_finished_spans() == ()
+    code = "import sys, mcp_sync; sys.exit(any(m.startswith('opentelemetry') for m in sys.modules))"
+    assert subprocess.run([PY, "-c", code], timeout=60).returncode == 0

@@ -41,6 +41,7 @@ from .hosted_tasks import TASK_METHODS
 from .lifecycle import Lifecycle, Negotiated
 from .subscriptions import Subscriptions
 from .tool_headers import ToolHeaders
+from .tracing import Tracing
 
 if TYPE_CHECKING:
     from .._engine import Engine
@@ -115,11 +116,14 @@ class Session:
         url_elicitation: bool,
         on_connection_lost: Callable[[MCPError], None] | None = None,
         on_reconnected: Callable[[], None] | None = None,
+        tracing: bool = True,
     ) -> None:
         self.timeout = timeout
         #: #19.3: the application's connection events, run on the dispatch thread
         self.on_connection_lost = on_connection_lost
         self.on_reconnected = on_reconnected
+        #: #19.6: a client span per request when opentelemetry-api is installed; None: tracing=False
+        self.tracing: Tracing | None = Tracing() if tracing else None
         self.max_message_bytes = max_message_bytes
         self.max_pages = max_pages
         self.input_required_max_rounds = input_required_max_rounds
@@ -210,7 +214,18 @@ class Session:
 
     def send(self, method: str, params: dict[str, Any] | None = None, options: CallOptions = DEFAULT
              ) -> dict[str, Any]:
-        """The one request path: connect within the deadline, envelope, engine, resultType check."""
+        """The one request path: connect within the deadline, envelope, engine, resultType check
+        (inside a client span when tracing, #19.6)."""
+        tracing = self.tracing
+        if tracing is None:
+            return self._send(method, params, options)
+        negotiated = self.connection.negotiated
+        return tracing.request(
+            method, params, options, protocol_version=negotiated.protocol_version if negotiated else None,
+            target=self.connection.target, send=lambda traced: self._send(method, params, traced),
+        )
+
+    def _send(self, method: str, params: dict[str, Any] | None, options: CallOptions) -> dict[str, Any]:
         if options.credential is not None:
             self.check_request_headers(method)
         negotiated, options = self.connected_within(method, options)
