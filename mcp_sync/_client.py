@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
@@ -166,9 +165,9 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         self._session.connection.finalizer_for(self)
         #: (constructor, arguments) it was made with, for pickling; None when built on a transport
         self._recipe: tuple[str, dict[str, Any]] | None = None
-        #: credential -> the client holding a view's own legacy HTTP session (#19.1)
+        #: credential -> the client holding a view's own legacy HTTP session (#19.1); guarded by the
+        #: connection's lock (made afresh in a forked child)
         self._own_sessions: dict[Any, Client] = {}
-        self._lock = threading.Lock()
 
     # -- constructors -------------------------------------------------------------
     # Each factory spells out every Client option (a typed API: a misspelt option is a
@@ -532,7 +531,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         Example: ``client.close()`` (a ``with mcp_sync.Client.stdio(...) as client:`` block does it on exit)
         """
         self._session.connection.close()
-        with self._lock:
+        with self._session.connection.lock:
             own, self._own_sessions = list(self._own_sessions.values()), {}
         for client in own:  # the legacy sessions of its views' credentials (#19.1)
             client.close()
@@ -574,7 +573,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         """The session of a view's credentials on a legacy HTTP server: a client of its own, made
         like this one (its recipe) with those credentials; closed with this client."""
         key = credential_of(headers, auth)
-        with self._lock:
+        with self._session.connection.lock:
             if self._session.connection.state is ClientState.CLOSED:
                 raise ClientStateError("the client this view was bound from is closed")
             client = self._own_sessions.pop(key, None)
@@ -1100,7 +1099,7 @@ class BoundClient(Client):
             client._session, headers=request_headers, credential=credential_of(headers, auth), own_session=own
         )
         view._parent, view._binding = client, (headers, auth)
-        view._recipe, view._own_sessions, view._lock = None, {}, threading.Lock()
+        view._recipe, view._own_sessions = None, {}
         return view
 
     close = _no_lifecycle("close")
