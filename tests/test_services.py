@@ -743,3 +743,44 @@ def test_tracing_false_makes_no_spans_and_import_loads_no_opentelemetry(otel) ->
     assert exporter.get_finished_spans() == ()
     code = "import sys, mcp_sync; sys.exit(any(m.startswith('opentelemetry') for m in sys.modules))"
     assert subprocess.run([PY, "-c", code], timeout=60).returncode == 0
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_a_dropped_client_with_connection_events_still_closes_at_once(era: str) -> None:
+    """on_reconnected holds the client weakly; the lists kept until changed, the tracing and the
+    connection events hold none: dropping the last reference closes it (gc disabled)."""
+    import gc
+    import os
+    import signal
+    import warnings
+
+    events = Events()
+    gc.collect()
+    gc.disable()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            client = mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], mode=era, timeout=30,
+                                           on_connection_lost=events.lost, on_reconnected=events.reconnected)
+            _walk(client)
+            pid = client.pid
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)
+            events.wait_for(1)
+            _walk(client)  # restarted: on_reconnected(client) ran
+            events.wait_for(2)
+            new_pid = client.pid
+            events.seen.clear()  # the record of on_reconnected's argument held the client
+            assert new_pid is not None and sys.getrefcount(client) == 2
+            del client
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                try:
+                    os.kill(new_pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.05)
+            else:
+                raise AssertionError(f"the server {new_pid} still runs: the client was not closed")
+    finally:
+        gc.enable()
