@@ -51,7 +51,9 @@ def main() -> None:
     assert client.state is mcp_sync.ClientState.NEW
     remote = mcp_sync.Client.http("https://example.com/mcp", headers={"X": "1"}, connect_timeout=5, max_retries=2,
                                   auth=mcp_sync.OAuth(client_name="demo"))
-    legacy = mcp_sync.Client.sse("https://example.com/sse", timeout=None)
+    legacy = mcp_sync.Client.sse("https://example.com/sse", timeout=None, tracing=False,
+                                 on_connection_lost=lambda error: print(error.message),
+                                 on_reconnected=lambda again: print(again.name))
     other = mcp_sync.connect("python server.py")
     worker_client: mcp_sync.Client = mcp_sync.shared("python server.py", timeout=30)
     print(worker_client.name)
