@@ -25,8 +25,8 @@ heavy dependencies (``requests``) when first used.
 import logging
 from typing import TYPE_CHECKING
 
-from ._client import USE_CLIENT_DEFAULT, Client, ClientState
-from ._connect import connect
+from ._client import USE_CLIENT_DEFAULT, BoundClient, Client, ClientState
+from ._connect import connect, shared
 from ._llm_formats import to_anthropic_tools, to_gemini_tools, to_openai_tools
 from ._protocol.handlers import apply_defaults
 from ._protocol.lifecycle import LEGACY_VERSIONS, MODERN_VERSIONS
@@ -51,6 +51,7 @@ from .exceptions import (
     ResourceNotFound,
     ServerError,
     ServerRequestError,
+    ServerUnavailable,
     SessionExpiredError,
     ToolError,
     UnsupportedProtocolVersionError,
@@ -95,6 +96,7 @@ __all__ = [
     "AudioContent",
     "AuthorizationError",
     "BlobResourceContents",
+    "BoundClient",
     "CallToolResult",
     "CancellationToken",
     "Cancelled",
@@ -133,6 +135,7 @@ __all__ = [
     "ResourceTemplate",
     "ServerError",
     "ServerRequestError",
+    "ServerUnavailable",
     "SessionExpiredError",
     "Subscription",
     "Task",
@@ -148,6 +151,7 @@ __all__ = [
     "browser_authorize",
     "connect",
     "load_config",
+    "shared",
     "to_anthropic_tools",
     "to_gemini_tools",
     "to_openai_tools",

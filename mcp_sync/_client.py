@@ -10,8 +10,10 @@ at once.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import attrs
@@ -20,8 +22,17 @@ from ._client_lists import ListingMethods
 from ._client_tasks import TaskMethods
 from ._headers import HEADER_MISMATCH
 from ._llm_formats import LLMFormatsMixin, ToolNames
-from ._options import CallOptions, ProgressCallback, Roots, call_options, check_mode
+from ._options import (
+    CallOptions,
+    ProgressCallback,
+    Roots,
+    call_options,
+    check_mode,
+    check_request_headers,
+    credential_of,
+)
 from ._protocol import input_required
+from ._protocol.bound import BoundSession
 from ._protocol.connection import ClientState
 from ._protocol.session import LOG_LEVELS, Session, check_roots
 from ._protocol.subscriptions import Subscription
@@ -34,6 +45,8 @@ from .cancellation import CancellationToken
 from .exceptions import (
     INVALID_PARAMS,
     RESOURCE_NOT_FOUND_LEGACY,
+    ClientStateError,
+    MCPError,
     ResourceNotFound,
     ServerError,
     ToolError,
@@ -55,7 +68,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcp_sync")
 
-__all__ = ["USE_CLIENT_DEFAULT", "Client", "ClientState"]
+__all__ = ["USE_CLIENT_DEFAULT", "BoundClient", "Client", "ClientState"]
 
 
 
@@ -84,6 +97,16 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
     checked before anything is sent: a wrong type is a TypeError, a value JSON
     cannot carry (NaN, infinity, a lone surrogate) a ValueError, naming it.
 
+    Connection events (run on the dispatch thread, in order; one that raises is
+    logged): ``on_connection_lost(error)`` when a stdio server dies, a legacy
+    HTTP session is lost (a :class:`SessionExpiredError`, even when a new one
+    is started at once) or a listen stream breaks; never for :meth:`close`.
+    ``on_reconnected(client)`` after a restart or :meth:`reconnect`, a session
+    renewal, or a listen stream that came back; the client is passed in (the
+    callback holds it weakly). ``tracing=True`` (the default): with
+    ``opentelemetry-api`` installed, each request is an OpenTelemetry client
+    span (see the Services page); ``tracing=False`` turns that off.
+
     Example::
 
         with mcp_sync.Client.stdio("python", ["server.py"]) as client:
@@ -108,6 +131,9 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         on_sampling: Callable[[dict], dict] | None = None,
         on_roots: Roots | None = None,
         on_notification: Callable[[str, dict], None] | None = None,
+        on_connection_lost: Callable[[MCPError], None] | None = None,
+        on_reconnected: Callable[[Client], None] | None = None,
+        tracing: bool = True,
         log_level: str | None = None,
         extensions: Mapping[str, Any] | None = None,
         cache: bool = True,
@@ -134,9 +160,17 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
             on_sampling=on_sampling, on_roots=on_roots, on_notification=on_notification, log_level=log_level,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, schemas=ToolSchemas(validate_output, validate_input), url_elicitation=url_elicitation,
+            on_connection_lost=_checked_callback("on_connection_lost", on_connection_lost),
+            on_reconnected=_reconnected_callback(self, _checked_callback("on_reconnected", on_reconnected)),
+            tracing=bool(tracing),
         )
         self._session.connection.finalizer_for(self)
         self._tool_names = ToolNames()  # the LLM names handed out by to_*_tools, for run_tool_call
+        #: (constructor, arguments) it was made with, for pickling; None when built on a transport
+        self._recipe: tuple[str, dict[str, Any]] | None = None
+        #: credential -> the client holding a view's own legacy HTTP session (#19.1); guarded by the
+        #: connection's lock (made afresh in a forked child)
+        self._own_sessions: dict[Any, Client] = {}
 
     # -- constructors -------------------------------------------------------------
     # Each factory spells out every Client option (a typed API: a misspelt option is a
@@ -165,6 +199,9 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         on_sampling: Callable[[dict], dict] | None = None,
         on_roots: Roots | None = None,
         on_notification: Callable[[str, dict], None] | None = None,
+        on_connection_lost: Callable[[MCPError], None] | None = None,
+        on_reconnected: Callable[[Client], None] | None = None,
+        tracing: bool = True,
         log_level: str | None = None,
         extensions: Mapping[str, Any] | None = None,
         cache: bool = True,
@@ -196,6 +233,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
 
             client = mcp_sync.Client.stdio("python", ["server.py"], env={"DEBUG": "1"})
         """
+        recipe = _recipe(locals())  # first: what to pickle this client as (#19.5)
         from .transports.stdio import StdioTransport
 
         program, arguments = command_line(command, args)
@@ -214,15 +252,16 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
                 max_message_bytes=max_message_bytes,
             )
 
-        return cls(
+        return _with_recipe("stdio", recipe, cls(
             factory, name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
             timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,
             input_required_max_rounds=input_required_max_rounds, on_elicitation=on_elicitation,
             on_sampling=on_sampling, on_roots=on_roots, on_notification=on_notification, log_level=log_level,
+            on_connection_lost=on_connection_lost, on_reconnected=on_reconnected, tracing=tracing,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
             validate_input=validate_input,
-        )
+        ))
 
     @classmethod
     def inprocess(
@@ -318,6 +357,9 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         on_sampling: Callable[[dict], dict] | None = None,
         on_roots: Roots | None = None,
         on_notification: Callable[[str, dict], None] | None = None,
+        on_connection_lost: Callable[[MCPError], None] | None = None,
+        on_reconnected: Callable[[Client], None] | None = None,
+        tracing: bool = True,
         log_level: str | None = None,
         extensions: Mapping[str, Any] | None = None,
         cache: bool = True,
@@ -339,23 +381,25 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
 
             client = mcp_sync.Client.http("http://127.0.0.1:8000/mcp", headers={"X-Team": "a"})
         """
+        recipe = _recipe(locals())  # first: what to pickle this client as (#19.5)
         from .transports.http import HttpTransport
 
         transport_options = http_options(
             HttpTransport, "Client.http", url, session=session, verify=verify, cert=cert, proxies=proxies,
             connect_timeout=connect_timeout, max_retries=max_retries,
         )
-        return cls(
+        return _with_recipe("http", recipe, cls(
             lambda: HttpTransport(url, headers=headers, auth=auth, max_message_bytes=max_message_bytes,
                                   **transport_options),
             name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
             timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,
             input_required_max_rounds=input_required_max_rounds, on_elicitation=on_elicitation,
             on_sampling=on_sampling, on_roots=on_roots, on_notification=on_notification, log_level=log_level,
+            on_connection_lost=on_connection_lost, on_reconnected=on_reconnected, tracing=tracing,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
             validate_input=validate_input,
-        )
+        ))
 
     @classmethod
     def sse(
@@ -383,6 +427,9 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         on_sampling: Callable[[dict], dict] | None = None,
         on_roots: Roots | None = None,
         on_notification: Callable[[str, dict], None] | None = None,
+        on_connection_lost: Callable[[MCPError], None] | None = None,
+        on_reconnected: Callable[[Client], None] | None = None,
+        tracing: bool = True,
         log_level: str | None = None,
         extensions: Mapping[str, Any] | None = None,
         cache: bool = True,
@@ -401,23 +448,25 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
 
             client = mcp_sync.Client.sse("http://127.0.0.1:3001/sse")
         """
+        recipe = _recipe(locals())  # first: what to pickle this client as (#19.5)
         from .transports.sse import SseTransport
 
         transport_options = http_options(
             SseTransport, "Client.sse", url, session=session, verify=verify, cert=cert, proxies=proxies,
             connect_timeout=connect_timeout, max_retries=max_retries,
         )
-        return cls(
+        return _with_recipe("sse", recipe, cls(
             lambda: SseTransport(url, headers=headers, auth=auth, max_message_bytes=max_message_bytes,
                                  **transport_options),
             name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
             timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,
             input_required_max_rounds=input_required_max_rounds, on_elicitation=on_elicitation,
             on_sampling=on_sampling, on_roots=on_roots, on_notification=on_notification, log_level=log_level,
+            on_connection_lost=on_connection_lost, on_reconnected=on_reconnected, tracing=tracing,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
             validate_input=validate_input,
-        )
+        ))
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -553,6 +602,66 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         Example: ``client.close()`` (a ``with mcp_sync.Client.stdio(...) as client:`` block does it on exit)
         """
         self._session.connection.close()
+        with self._session.connection.lock:
+            own, self._own_sessions = list(self._own_sessions.values()), {}
+        for client in own:  # the legacy sessions of its views' credentials (#19.1)
+            client.close()
+
+    def bind(self, *, headers: Mapping[str, str] | None = None, auth: Any = None) -> BoundClient:
+        """A view of this client that sends its own credentials (HTTP): :class:`BoundClient`.
+
+        The view has this client's request methods and shares its connection,
+        threads and options; each request it sends carries ``headers`` (on top of
+        the client's) and ``auth`` (what :meth:`http` takes: a ``requests`` auth
+        object, a callable, ``(user, password)``, or :class:`OAuth`; applied per
+        request, so a refreshed token is used at once) in place of the client's.
+        Results it has cached are its own, never served to another credential.
+        On a legacy HTTP server, whose sessions belong to the credentials that
+        opened them, a view with other credentials gets its own session
+        (``Mcp-Session-Id``), made on first use and reused by views with equal
+        credentials (the same headers and the same ``auth`` object; at most 64,
+        the least recently used closed first). A view has no ``close()``:
+        closing the client ends its views (their requests raise
+        :class:`ClientStateError`). Making a view costs no request; views are
+        thread-safe. On stdio: TypeError (no headers there).
+
+        Example::
+
+            @app.get("/search")
+            def search():
+                user = client.bind(headers={"Authorization": f"Bearer {request_token()}"})
+                return user.call_tool("search", {"q": request.args["q"]}).text
+        """
+        header_map = check_request_headers(headers, "bind") or {}
+        if not declared(self._session.connection.transport).per_request_headers:
+            raise TypeError(f"bind: per-request headers and credentials need an HTTP transport; {self!r} is not one")
+        if isinstance(self, BoundClient):  # a view of a view: the client's view with both credentials
+            parent, base = self._parent, self._binding
+            return parent.bind(headers={**base[0], **header_map}, auth=auth if auth is not None else base[1])
+        return BoundClient._of(self, header_map, auth)
+
+    def _own_session(self, headers: dict[str, str], auth: Any) -> Session:
+        """The session of a view's credentials on a legacy HTTP server: a client of its own, made
+        like this one (its recipe) with those credentials; closed with this client."""
+        key = credential_of(headers, auth)
+        with self._session.connection.lock:
+            if self._session.connection.state is ClientState.CLOSED:
+                raise ClientStateError("the client this view was bound from is closed")
+            client = self._own_sessions.pop(key, None)
+            if client is None:
+                if self._recipe is None:
+                    raise TypeError("bind: a client built on a transport object cannot open sessions for views")
+                constructor, recipe = self._recipe
+                merged = {**(recipe.get("headers") or {}), **headers}
+                client = getattr(Client, constructor)(**{
+                    **recipe, "headers": merged, "auth": auth if auth is not None else recipe.get("auth"),
+                })
+            self._own_sessions[key] = client  # most recently used last
+            doomed = list(self._own_sessions)[:-_MAX_OWN_SESSIONS]
+            closing = [self._own_sessions.pop(each) for each in doomed]
+        for each in closing:
+            each.close()
+        return client._session
 
     # -- what was negotiated ------------------------------------------------------------
 
@@ -658,6 +767,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         progress: ProgressCallback | None = None,
         cancel: CancellationToken | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         raise_on_error: bool = False,
         input_responses: Mapping[str, Any] | None = None,
         request_state: str | None = None,
@@ -693,7 +803,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         tool_name = name.name if isinstance(name, Tool) else name
         args = check_tool_call("call_tool", tool_name, arguments)
         options = call_options(
-            "call_tool", timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+            "call_tool", timeout=timeout, cancel=cancel, progress=progress, meta=meta, headers=headers,
             input_responses=input_responses, request_state=request_state,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
@@ -741,6 +851,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         cache: str | None = None,
         input_responses: Mapping[str, Any] | None = None,
         request_state: str | None = None,
@@ -757,7 +868,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
             raise TypeError(f"read_resource: uri must be a string, not {type(uri).__name__}")
         check_json(uri, "read_resource: uri")
         options = call_options(
-            "read_resource", timeout=timeout, cancel=cancel, progress=progress, meta=meta, cache=cache,
+            "read_resource", timeout=timeout, cancel=cancel, progress=progress, meta=meta, headers=headers, cache=cache,
             input_responses=input_responses, request_state=request_state,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
@@ -781,6 +892,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         input_responses: Mapping[str, Any] | None = None,
         request_state: str | None = None,
         reset_timeout_on_progress: bool = False,
@@ -791,7 +903,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         Example: ``client.get_prompt("greet", {"name": "Ada"}).messages``
         """
         options = call_options(
-            "get_prompt", timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+            "get_prompt", timeout=timeout, cancel=cancel, progress=progress, meta=meta, headers=headers,
             input_responses=input_responses, request_state=request_state,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
@@ -809,6 +921,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Completion:
@@ -822,7 +935,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         Example: ``client.complete(prompt, ("name", "Al")).values``
         """
         options = call_options(
-            "complete", timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+            "complete", timeout=timeout, cancel=cancel, progress=progress, meta=meta, headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
         params = _completion_params(ref, argument, context)
@@ -836,6 +949,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> DiscoverResult:
         """``server/discover`` (modern servers): versions, capabilities, identity.
 
@@ -845,7 +959,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         Example: ``client.discover(cache="refresh").capabilities``
         """
         check_mode(cache)
-        options = call_options("discover", cache=cache, timeout=timeout, cancel=cancel, meta=meta)
+        options = call_options("discover", cache=cache, timeout=timeout, cancel=cancel, meta=meta, headers=headers)
         return DiscoverResult.from_wire(self._session.discover(options))
 
     def ping(
@@ -854,13 +968,14 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         """Check the server is alive. Legacy: ``ping``; modern servers have no ping,
         so a ``server/discover`` round trip stands in for it.
 
         Example: ``client.ping(timeout=5)`` (raises :class:`RequestTimeout` if no answer in 5 s)
         """
-        options = call_options("ping", timeout=timeout, cancel=cancel, meta=meta)
+        options = call_options("ping", timeout=timeout, cancel=cancel, meta=meta, headers=headers)
         method = "ping" if self._session.connected().era == "legacy" else "server/discover"
         self._session.send(method, None, options)
 
@@ -885,6 +1000,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> dict[str, Any]:
@@ -894,7 +1010,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         """
         wire_params = _raw_params("request", method, params)
         options = call_options(
-            "request", timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+            "request", timeout=timeout, cancel=cancel, progress=progress, meta=meta, headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
         return self._session.send(method, wire_params, options)
@@ -953,7 +1069,11 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         ``ttlMs`` lasts (absent or 0 means never; at most a day), keeps
         ``cacheScope: "private"`` results per authorization context, and drops
         entries when a list_changed or resources/updated notification arrives or
-        the server restarts. Per call, the list/read methods and ``discover``
+        the server restarts. A list whose server declares ``listChanged`` is
+        kept until it changes (a positive ``ttlMs`` still bounds it) while its
+        change notifications reach the client: legacy servers on stdio, or on
+        HTTP while the session's notification stream is open; modern servers
+        while a :meth:`listen` for that list is open. Per call, the list/read methods and ``discover``
         take ``cache="use"`` (default), ``"refresh"`` (re-fetch and store) or
         ``"bypass"`` (neither read nor store).
 
@@ -969,6 +1089,23 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         pid = self.pid
         where = f" {connection.target}" + (f" pid={pid}" if pid is not None else "")
         return f"<mcp_sync.Client {connection.name!r} {connection.state.value}{era}{where}>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as what it connects to and with which options, never its connection.
+
+        The copy is a new client that connects on first use in the process that
+        unpickles it (a worker). A client built on a transport object cannot be
+        pickled; neither can one with an option that does not pickle (a lambda
+        handler, an open file): TypeError naming the option.
+
+        Example: ``pool.submit(job, client)`` (``job`` calls ``client.call_tool(...)`` in the worker)
+        """
+        recipe = self._recipe
+        if recipe is None:
+            raise TypeError("cannot pickle a Client built on a transport object; use Client.stdio/http/sse")
+        constructor, arguments = recipe
+        pickle_recipe("Client", arguments)
+        return (_unpickle_client, (type(self), constructor, arguments))
 
     # -- for tests and diagnostics: one line each over the session ------------------------------
 
@@ -990,7 +1127,131 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         self._session.dispatch_notification(method, params)
 
 
+# -- views with their own credentials (#19.1) ------------------------------------------------------
+
+_MAX_OWN_SESSIONS = 64
+
+
+def _no_lifecycle(name: str) -> Any:
+    def refuse(self: BoundClient) -> Any:
+        raise AttributeError(f"a BoundClient has no {name}(): it lives and ends with the client it was bound from")
+
+    return property(refuse)
+
+
+class BoundClient(Client):
+    """A view of a :class:`Client` with its own credentials; made by :meth:`Client.bind`.
+
+    It has the client's request methods (``call_tool``, ``tools``,
+    ``read_resource``, ``get_prompt``, ``request``, ...) and shares its
+    connection, threads and options; every request carries the view's headers
+    and auth. It has no ``close()``, ``connect()`` or ``with`` block: closing
+    the client ends its views. Thread-safe; cheap to make (one per web request
+    is fine). It does not pickle.
+
+    Example::
+
+        alice = client.bind(headers={"Authorization": "Bearer alice-token"})
+        print([tool.name for tool in alice.tools()])   # the tools Alice may see
+    """
+
+    # Class-level hints resolve in the package's namespace (its __module__): builtins and Client only.
+    _parent: Client
+    _binding: tuple  # (headers, auth)
+
+    def __init__(self, client: Client) -> None:
+        raise TypeError("a BoundClient is made by client.bind(headers=..., auth=...)")
+
+    @classmethod
+    def _of(cls, client: Client, headers: dict[str, str], auth: Any) -> BoundClient:
+        from .transports._http_common import auth_headers
+
+        view = cls.__new__(cls)
+        url = (client._recipe[1].get("url") if client._recipe else None) or client._session.connection.target
+        own: Callable[[], Session] | None = None
+        if headers or auth is not None:
+            own = functools.partial(client._own_session, headers, auth)
+
+        def request_headers() -> dict[str, str]:
+            return {**auth_headers(auth, url), **headers} if auth is not None else headers
+
+        view._session = BoundSession(
+            client._session, headers=request_headers, credential=credential_of(headers, auth), own_session=own
+        )
+        view._parent, view._binding = client, (headers, auth)
+        view._recipe, view._own_sessions = None, {}
+        return view
+
+    close = _no_lifecycle("close")
+    connect = _no_lifecycle("connect")
+    reconnect = _no_lifecycle("reconnect")
+    __enter__ = _no_lifecycle("__enter__")
+    __exit__ = _no_lifecycle("__exit__")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        raise TypeError("a BoundClient does not pickle: pickle the client, and bind in the worker")
+
+    def __repr__(self) -> str:
+        return f"<mcp_sync.BoundClient of {self._parent!r}>"
+
+
+BoundClient.__module__ = "mcp_sync"
+
+
+# -- pickling (#19.5): a client pickles as what it connects to and how -------------------------
+
+
+def _recipe(arguments: dict[str, Any]) -> dict[str, Any]:
+    """A constructor's arguments (its ``locals()`` on entry), without ``cls``."""
+    return {key: value for key, value in arguments.items() if key != "cls"}
+
+
+def _with_recipe(constructor: str, recipe: dict[str, Any], client: Client) -> Client:
+    client._recipe = (constructor, recipe)
+    return client
+
+
+def _unpickle_client(cls: type[Client], constructor: str, recipe: dict[str, Any]) -> Client:
+    """A new, unconnected client made like the pickled one (it connects on first use)."""
+    return getattr(cls, constructor)(**recipe)  # type: ignore[no-any-return]
+
+
+def pickle_recipe(what: str, recipe: Mapping[str, Any]) -> None:
+    """Raise TypeError naming the first option of ``recipe`` that cannot be pickled."""
+    import pickle
+
+    for option, value in recipe.items():
+        try:
+            pickle.dumps(value)
+        except Exception as exc:  # PicklingError, TypeError, AttributeError (a lambda, a lock, a file)
+            raise TypeError(
+                f"cannot pickle {what}: its option {option}={value!r:.60} cannot be pickled ({exc}); "
+                f"pass one that can (a module-level function, not a lambda) or build the {what} in the worker"
+            ) from exc
+
+
 # -- argument checks (before anything is sent) ---------------------------------------------------
+
+
+def _checked_callback(option: str, callback: Any) -> Any:
+    if callback is not None and not callable(callback):
+        raise TypeError(f"{option} must be a callable or None, not {type(callback).__name__}")
+    return callback
+
+
+def _reconnected_callback(client: Client, callback: Callable[[Client], None] | None) -> Callable[[], None] | None:
+    """``on_reconnected(client)`` as the session calls it: with no argument. The client is held
+    weakly, so the session never keeps it alive (a dropped client still closes at once)."""
+    if callback is None:
+        return None
+    ref = weakref.ref(client)
+
+    def reconnected() -> None:
+        target = ref()
+        if target is not None:
+            callback(target)
+
+    return reconnected
 
 
 def _tool_call_options(
@@ -1000,7 +1261,12 @@ def _tool_call_options(
     headers = session.tool_headers.headers(name, arguments) if session.mirrors_param_headers() else None
     if headers is None and request_ids is None:
         return options  # the common case: nothing to add, no copy
-    return attrs.evolve(options, headers=headers, on_request_id=None if request_ids is None else request_ids.append)
+    if headers is not None and options.headers:  # the caller's own headers (#19.1) go along
+        headers = {**options.headers, **headers}
+    return attrs.evolve(
+        options, headers=headers if headers is not None else options.headers,
+        on_request_id=None if request_ids is None else request_ids.append,
+    )
 
 
 def _prompt_params(name: Any, arguments: Any) -> dict[str, Any]:

@@ -32,6 +32,7 @@ class ListingMethods:
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Page[Tool]:
@@ -41,6 +42,7 @@ class ListingMethods:
         """
         options = call_options(
             "list_tools", cache=cache, timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+            headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
         return paging.page(self._session, "tools", cursor, options)
@@ -53,6 +55,7 @@ class ListingMethods:
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Iterator[Tool]:
@@ -62,6 +65,7 @@ class ListingMethods:
         """
         options = call_options(
             "tools", cache=cache, timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+            headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
         return paging.walk(self._session, "tools", options)
@@ -75,6 +79,7 @@ class ListingMethods:
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Page[Resource]:
@@ -84,6 +89,7 @@ class ListingMethods:
         """
         options = call_options(
             "list_resources", cache=cache, timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+            headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
         return paging.page(self._session, "resources", cursor, options)
@@ -96,6 +102,7 @@ class ListingMethods:
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Iterator[Resource]:
@@ -105,6 +112,7 @@ class ListingMethods:
         """
         options = call_options(
             "resources", cache=cache, timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+            headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
         return paging.walk(self._session, "resources", options)
@@ -118,6 +126,7 @@ class ListingMethods:
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Page[ResourceTemplate]:
@@ -127,6 +136,7 @@ class ListingMethods:
         """
         options = call_options(
             "list_resource_templates", cache=cache, timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+            headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
         return paging.page(self._session, "resource_templates", cursor, options)
@@ -139,6 +149,7 @@ class ListingMethods:
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Iterator[ResourceTemplate]:
@@ -148,6 +159,7 @@ class ListingMethods:
         """
         options = call_options(
             "resource_templates", cache=cache, timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+            headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
         return paging.walk(self._session, "resource_templates", options)
@@ -161,6 +173,7 @@ class ListingMethods:
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Page[Prompt]:
@@ -170,6 +183,7 @@ class ListingMethods:
         """
         options = call_options(
             "list_prompts", cache=cache, timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+            headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
         return paging.page(self._session, "prompts", cursor, options)
@@ -182,6 +196,7 @@ class ListingMethods:
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Iterator[Prompt]:
@@ -191,6 +206,7 @@ class ListingMethods:
         """
         options = call_options(
             "prompts", cache=cache, timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+            headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
         return paging.walk(self._session, "prompts", options)

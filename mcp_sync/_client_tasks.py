@@ -31,6 +31,7 @@ class TaskMethods:
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Task:
         """Start a tool call as a task and return its :class:`Task` handle at once.
 
@@ -50,7 +51,7 @@ class TaskMethods:
         args = check_tool_call("call_tool_as_task", name, arguments)
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0):
             raise ValueError(f"call_tool_as_task({name!r}): ttl must be a positive number of milliseconds or None")
-        options = call_options("call_tool_as_task", timeout=timeout, cancel=cancel, meta=meta)
+        options = call_options("call_tool_as_task", timeout=timeout, cancel=cancel, meta=meta, headers=headers)
         return tasks.start(self._session, name, args, ttl, options)
 
     def get_task(self, task: Task | str) -> Task:

@@ -1,14 +1,18 @@
-"""``mcp_sync.connect(target)``: one call from a URL, a command, a script or a config entry."""
+"""``mcp_sync.connect(target)``: one call from a URL, a command, a script or a config entry;
+``mcp_sync.shared(target)``: the one client of this process for it."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import shlex
 import sys
+import threading
 from typing import Any, Callable, Mapping, Sequence, Union
 
-from ._client import Client
+from ._client import Client, ClientState
 from ._options import Roots
+from .exceptions import MCPError
 
 Target = Union[str, Sequence[str], Mapping[str, Any]]
 
@@ -65,6 +69,9 @@ def connect(
     on_sampling: Callable[[dict[str, Any]], dict[str, Any]] | None = NOT_GIVEN,
     on_roots: Roots | None = NOT_GIVEN,
     on_notification: Callable[[str, dict[str, Any]], None] | None = NOT_GIVEN,
+    on_connection_lost: Callable[[MCPError], None] | None = NOT_GIVEN,
+    on_reconnected: Callable[[Client], None] | None = NOT_GIVEN,
+    tracing: bool = NOT_GIVEN,
     log_level: str | None = NOT_GIVEN,
     extensions: Mapping[str, Any] | None = NOT_GIVEN,
     cache: bool = NOT_GIVEN,
@@ -184,3 +191,113 @@ def _client_for_entry(entry: Mapping[str, Any], **options: Any) -> Client:
     cwd = options.pop("cwd", entry.get("cwd"))
     command, args = script_command(entry["command"], entry.get("args") or [], cwd)
     return Client.stdio(command, args, env=env, cwd=cwd, **options)
+
+
+# -- one client per process (#19.5) ----------------------------------------------------------------
+
+_shared_lock = threading.Lock()
+_shared: dict[Any, Client] = {}
+#: A forked child's inherited shared clients: kept referenced (never closed or collected there: they
+#: forgot the parent's connection at the fork), never handed out again.
+_shared_left_behind: list[Client] = []
+
+
+def shared(
+    target: Target,
+    *,
+    env: Mapping[str, str] | None = NOT_GIVEN,
+    cwd: str | os.PathLike[str] | None = NOT_GIVEN,
+    inherit_env: bool = NOT_GIVEN,
+    stderr: Any = NOT_GIVEN,
+    headers: Mapping[str, str] | None = NOT_GIVEN,
+    auth: Any = NOT_GIVEN,
+    session: Any = NOT_GIVEN,
+    verify: bool | str | None = NOT_GIVEN,
+    cert: str | tuple[str, str] | None = NOT_GIVEN,
+    proxies: Mapping[str, str] | None = NOT_GIVEN,
+    connect_timeout: float = NOT_GIVEN,
+    max_retries: int = NOT_GIVEN,
+    name: str | None = NOT_GIVEN,
+    client_info: Mapping[str, Any] | None = NOT_GIVEN,
+    mode: str = NOT_GIVEN,
+    protocol_version: str | None = NOT_GIVEN,
+    timeout: float | None = NOT_GIVEN,
+    probe_timeout: float | None = NOT_GIVEN,
+    max_message_bytes: int = NOT_GIVEN,
+    max_pages: int = NOT_GIVEN,
+    input_required_max_rounds: int = NOT_GIVEN,
+    on_elicitation: Callable[[dict[str, Any]], dict[str, Any]] | None = NOT_GIVEN,
+    on_sampling: Callable[[dict[str, Any]], dict[str, Any]] | None = NOT_GIVEN,
+    on_roots: Roots | None = NOT_GIVEN,
+    on_notification: Callable[[str, dict[str, Any]], None] | None = NOT_GIVEN,
+    on_connection_lost: Callable[[MCPError], None] | None = NOT_GIVEN,
+    on_reconnected: Callable[[Client], None] | None = NOT_GIVEN,
+    tracing: bool = NOT_GIVEN,
+    log_level: str | None = NOT_GIVEN,
+    extensions: Mapping[str, Any] | None = NOT_GIVEN,
+    cache: bool = NOT_GIVEN,
+    sampling_tools: bool = NOT_GIVEN,
+    host_tasks: bool = NOT_GIVEN,
+    restart: bool = NOT_GIVEN,
+    url_elicitation: bool = NOT_GIVEN,
+    validate_output: str | bool = NOT_GIVEN,
+    validate_input: bool = NOT_GIVEN,
+) -> Client:
+    """The one client of this process for ``target`` and ``options``: made on first use.
+
+    Thread-safe: every thread (and every later call with an equal target and
+    equal options) gets the same :class:`Client`, which is not connected until
+    its first request. In a forked child (gunicorn, Celery, multiprocessing) the
+    first call makes a new one for that process. Closed at interpreter exit;
+    one that was closed is replaced by a new one on the next call. Do not use
+    it in a ``with`` block (that would close it for everyone). ``target`` and
+    the options are those of :func:`connect`; an unknown option is a TypeError.
+
+    Example::
+
+        def handle(job):   # in any worker process, any thread
+            client = mcp_sync.shared("python server.py", timeout=30)
+            return client.call_tool("echo", {"text": job}).text
+    """
+    options = given_options(locals(), "target")  # first: locals() holds only the parameters here
+    key = _frozen((target, options))
+    with _shared_lock:
+        client = _shared.get(key)
+        if client is None or client.state is ClientState.CLOSED:
+            client = _shared[key] = _client_for(target, **options)
+        return client
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable key, equal for equal targets and options: dicts (in any order) and lists by
+    value, anything else by equality when hashable, else by identity. (Options are the
+    caller's own values, a few levels deep.)"""
+    if isinstance(value, Mapping):
+        return ("dict", frozenset((_frozen(key), _frozen(item)) for key, item in value.items()))
+    if isinstance(value, (list, tuple)):
+        return ("seq", tuple(_frozen(item) for item in value))
+    try:
+        hash(value)
+    except TypeError:
+        return ("id", id(value))
+    return ("value", type(value), value)
+
+
+def _forget_shared_after_fork() -> None:
+    global _shared_lock
+    _shared_lock = threading.Lock()  # the parent's may have been held at the fork
+    _shared_left_behind.extend(_shared.values())
+    _shared.clear()
+
+
+@atexit.register
+def _close_shared() -> None:
+    for client in list(_shared.values()):
+        try:
+            client.close()
+        except Exception:  # at exit, closing is best effort
+            pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_shared_after_fork)

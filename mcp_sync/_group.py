@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Mapping, Union
 
 import attrs
 
-from ._client import Client, ClientState
+from ._client import Client, ClientState, pickle_recipe
 from ._client_tasks import Task
 from ._config import load_config
 from ._connect import NOT_GIVEN, _client_for, given_options, is_whole_config
@@ -229,6 +229,9 @@ class ClientGroup(LLMFormatsMixin):
         on_sampling: Callable[[dict[str, Any]], dict[str, Any]] | None = NOT_GIVEN,
         on_roots: Roots | None = NOT_GIVEN,
         on_notification: Callable[[str, str, dict[str, Any]], None] | None = NOT_GIVEN,
+        on_connection_lost: Callable[[MCPError], None] | None = NOT_GIVEN,
+        on_reconnected: Callable[[Client], None] | None = NOT_GIVEN,
+        tracing: bool = NOT_GIVEN,
         log_level: str | None = NOT_GIVEN,
         extensions: Mapping[str, Any] | None = NOT_GIVEN,
         cache: bool = NOT_GIVEN,
@@ -241,6 +244,9 @@ class ClientGroup(LLMFormatsMixin):
     ) -> None:
         # first: locals() holds only the parameters here
         client_options = given_options(locals(), "self", "servers", "strict", "options", "include", "exclude")
+        self._recipe = {  # for pickling (#19.5)
+            "strict": strict, "options": options, "include": include, "exclude": exclude, **client_options
+        }
         #: the group's ``on_notification(server, method, params)``; each client gets its own, naming it
         self._on_notification = client_options.pop("on_notification", None)
         if isinstance(servers, (str, os.PathLike)) or is_whole_config(servers):
@@ -290,6 +296,17 @@ class ClientGroup(LLMFormatsMixin):
             "tool": {}, "prompt": {}, "resource": {}, "resource_template": {}
         }  # fmt: skip
         self._origins: OrderedDict[int, tuple[Any, str]] = OrderedDict()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as its servers (entries, or clients as what they connect to) and options,
+        never their connections: the copy connects on first use where it is unpickled.
+        An option that cannot be pickled (a lambda handler) is a TypeError naming it.
+
+        Example: ``pickle.loads(pickle.dumps(group)).call_tool("echo", {"text": "hi"})``
+        """
+        recipe = {"servers": dict(self._sources), **self._recipe}
+        pickle_recipe("ClientGroup", recipe)
+        return (_unpickle_group, (type(self), recipe))
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -555,6 +572,7 @@ class ClientGroup(LLMFormatsMixin):
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Iterator[Tool]:
@@ -571,7 +589,9 @@ class ClientGroup(LLMFormatsMixin):
             for tool in group.tools(prefix=True):
                 print(tool.name)        # e.g. "github__search_issues"
         """
-        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        options = _call_options(
+            cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout, headers
+        )
         return self._walk("tool", prefix, options)
 
     def prompts(
@@ -583,6 +603,7 @@ class ClientGroup(LLMFormatsMixin):
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Iterator[Prompt]:
@@ -590,7 +611,9 @@ class ClientGroup(LLMFormatsMixin):
 
         Example: ``names = [p.name for p in group.prompts()]``
         """
-        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        options = _call_options(
+            cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout, headers
+        )
         return self._walk("prompt", prefix, options)
 
     def resources(
@@ -601,6 +624,7 @@ class ClientGroup(LLMFormatsMixin):
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Iterator[Resource]:
@@ -608,7 +632,9 @@ class ClientGroup(LLMFormatsMixin):
 
         Example: ``uris = [r.uri for r in group.resources()]``
         """
-        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        options = _call_options(
+            cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout, headers
+        )
         return self._walk("resource", False, options)
 
     def resource_templates(
@@ -619,6 +645,7 @@ class ClientGroup(LLMFormatsMixin):
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Iterator[ResourceTemplate]:
@@ -629,7 +656,9 @@ class ClientGroup(LLMFormatsMixin):
 
         Example: ``templates = {t.uri_template: group.server_of(t) for t in group.resource_templates()}``
         """
-        options = _call_options(cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout)
+        options = _call_options(
+            cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout, headers
+        )
         return self._walk("resource_template", False, options)
 
     def server_of(self, item: Tool | Prompt | Resource | ResourceTemplate | str) -> str:
@@ -731,6 +760,7 @@ class ClientGroup(LLMFormatsMixin):
         progress: ProgressCallback | None = None,
         cancel: CancellationToken | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         raise_on_error: bool = False,
         input_responses: Mapping[str, Any] | None = None,
         request_state: str | None = None,
@@ -755,7 +785,8 @@ class ClientGroup(LLMFormatsMixin):
         server, plain = self._route("tool", name, server)
         return self._client(server, name).call_tool(
             plain, arguments, validate=validate, timeout=timeout, progress=progress, cancel=cancel, meta=meta,
-            raise_on_error=raise_on_error, input_responses=input_responses, request_state=request_state,
+            headers=headers, raise_on_error=raise_on_error, input_responses=input_responses,
+            request_state=request_state,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
             output_type=output_type,
         )
@@ -799,6 +830,7 @@ class ClientGroup(LLMFormatsMixin):
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         input_responses: Mapping[str, Any] | None = None,
         request_state: str | None = None,
         reset_timeout_on_progress: bool = False,
@@ -812,7 +844,7 @@ class ClientGroup(LLMFormatsMixin):
         """
         server, plain = self._route("prompt", name, server)
         return self._client(server, name).get_prompt(
-            plain, arguments, timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+            plain, arguments, timeout=timeout, cancel=cancel, progress=progress, meta=meta, headers=headers,
             input_responses=input_responses, request_state=request_state,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
@@ -826,6 +858,7 @@ class ClientGroup(LLMFormatsMixin):
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         cache: str | None = None,
         input_responses: Mapping[str, Any] | None = None,
         request_state: str | None = None,
@@ -843,7 +876,7 @@ class ClientGroup(LLMFormatsMixin):
         """
         options: dict[str, Any] = {
             "timeout": timeout, "cancel": cancel, "progress": progress, "meta": meta, "cache": cache,
-            "input_responses": input_responses, "request_state": request_state,
+            "headers": headers, "input_responses": input_responses, "request_state": request_state,
             "reset_timeout_on_progress": reset_timeout_on_progress, "max_total_timeout": max_total_timeout,
         }  # fmt: skip
         if server is None:
@@ -910,6 +943,11 @@ def _collect_group(owned: list[Client], label: str) -> None:
             log.debug("mcp_sync: closing a collected group's client failed", exc_info=True)
 
 
+def _unpickle_group(cls: type[ClientGroup], recipe: dict[str, Any]) -> ClientGroup:
+    """A new group made like the pickled one (it connects on first use)."""
+    return cls(**recipe)
+
+
 #: the option names a per-server ``options=`` entry may use: the group's own keyword options
 _CLIENT_OPTIONS = frozenset(inspect.signature(ClientGroup.__init__).parameters) - {
     "self", "servers", "strict", "options", "include", "exclude"}
@@ -923,15 +961,17 @@ def _call_options(
     meta: Mapping[str, Any] | None,
     reset_timeout_on_progress: bool,
     max_total_timeout: float | None,
+    headers: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """One listing call's options as keywords for each member, checked at once (the walks are lazy)."""
     call_options(
-        "listing", cache=cache, timeout=timeout, cancel=cancel, progress=progress, meta=meta,
+        "listing", cache=cache, timeout=timeout, cancel=cancel, progress=progress, meta=meta, headers=headers,
         reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
     )
     return {
         "cache": cache, "timeout": timeout, "cancel": cancel, "progress": progress, "meta": meta,
         "reset_timeout_on_progress": reset_timeout_on_progress, "max_total_timeout": max_total_timeout,
+        "headers": headers,
     }
 
 

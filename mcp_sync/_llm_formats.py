@@ -932,6 +932,7 @@ class LLMFormatsMixin:
         progress: ProgressCallback | None = ...,
         cancel: CancellationToken | None = ...,
         meta: Mapping[str, Any] | None = ...,
+        headers: Mapping[str, str] | None = ...,
         reset_timeout_on_progress: bool = ...,
         max_total_timeout: float | None = ...,
         approve: Approve | None = ...,
@@ -947,6 +948,7 @@ class LLMFormatsMixin:
         progress: ProgressCallback | None = ...,
         cancel: CancellationToken | None = ...,
         meta: Mapping[str, Any] | None = ...,
+        headers: Mapping[str, str] | None = ...,
         reset_timeout_on_progress: bool = ...,
         max_total_timeout: float | None = ...,
         approve: Approve | None = ...,
@@ -962,6 +964,7 @@ class LLMFormatsMixin:
         progress: ProgressCallback | None = ...,
         cancel: CancellationToken | None = ...,
         meta: Mapping[str, Any] | None = ...,
+        headers: Mapping[str, str] | None = ...,
         reset_timeout_on_progress: bool = ...,
         max_total_timeout: float | None = ...,
         approve: Approve | None = ...,
@@ -977,6 +980,7 @@ class LLMFormatsMixin:
         progress: ProgressCallback | None = ...,
         cancel: CancellationToken | None = ...,
         meta: Mapping[str, Any] | None = ...,
+        headers: Mapping[str, str] | None = ...,
         reset_timeout_on_progress: bool = ...,
         max_total_timeout: float | None = ...,
         approve: Approve | None = ...,
@@ -991,6 +995,7 @@ class LLMFormatsMixin:
         progress: ProgressCallback | None = None,
         cancel: CancellationToken | None = None,
         meta: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
         approve: Approve | None = None,
@@ -1052,7 +1057,8 @@ class LLMFormatsMixin:
         try:
             result = self.call_tool(
                 tool_name, arguments, validate=validate, timeout=timeout, progress=progress, cancel=cancel, meta=meta,
-                reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
+                headers=headers, reset_timeout_on_progress=reset_timeout_on_progress,
+                max_total_timeout=max_total_timeout,
             )
         except (MCPError, ValueError, RecursionError) as exc:  # the tool failed: the model reads why and goes on
             return _failed(parsed, exc)

@@ -45,6 +45,9 @@ class CallOptions:
     extensions: Mapping[str, Any] | None = None
     on_stream: Callable[[str, dict], None] | None = None
     on_request_id: Callable[[Any], None] | None = None
+    #: the caller's own credentials (per-call ``headers=``, a bound view's): results cached under
+    #: them are kept apart from every other credential's (#19.1); None: the client's own
+    credential: Any = None
 
     def within(self, timeout: Any) -> CallOptions:
         """The same options with what is left of the timeout (after a connect inside the call)."""
@@ -132,6 +135,7 @@ def call_options(
     cache: str | None = None,
     input_responses: Mapping[str, Any] | None = None,
     request_state: str | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> CallOptions:
     """Check a call's options once and freeze them; ``label`` names the call in errors.
 
@@ -141,7 +145,7 @@ def call_options(
     if (
         timeout is USE_CLIENT_DEFAULT and cancel is None and progress is None and meta is None
         and not reset_timeout_on_progress and max_total_timeout is None and cache is None
-        and input_responses is None and request_state is None
+        and input_responses is None and request_state is None and headers is None
     ):
         return DEFAULT  # the common case: nothing to check or copy
     if meta is not None:
@@ -169,4 +173,32 @@ def call_options(
         cache=check_mode(cache),
         input_responses=input_responses,  # type: ignore[arg-type]
         request_state=request_state,
+        headers=check_request_headers(headers, label),
+        credential=credential_of(headers),
     )
+
+
+def check_request_headers(headers: Any, label: str) -> dict[str, str] | None:
+    """Per-request HTTP headers (#19.1): a dict of header names to values, both strings that
+    can go on the wire (no CR, LF or NUL); TypeError / ValueError naming the header."""
+    if headers is None:
+        return None
+    if not isinstance(headers, Mapping):
+        raise TypeError(f"{label}: headers must be a dict of names to values, not {type(headers).__name__}")
+    checked: dict[str, str] = {}
+    for name, value in headers.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise TypeError(f"{label}: header {name!r:.60} must map a string to a string, not {value!r:.60}")
+        if not name or any(ch in name for ch in " :\r\n\0") or any(ch in value for ch in "\r\n\0"):
+            raise ValueError(f"{label}: header {name!r:.60} cannot go on the wire")
+        checked[name] = value
+    return checked
+
+
+def credential_of(headers: Mapping[str, str] | None, auth: Any = None) -> Any:
+    """What keeps one caller's cached results apart from another's: its headers (names case-
+    insensitive) and auth object; None when it has neither."""
+    if not headers and auth is None:
+        return None
+    items = frozenset((name.lower(), value) for name, value in (headers or {}).items())
+    return (items, None if auth is None else id(auth))

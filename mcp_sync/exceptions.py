@@ -12,7 +12,8 @@
     ├── Cancelled                    the request's CancellationToken fired
     ├── ConnectionClosed             the transport ended while the request waited
     │   └── SessionExpiredError      legacy HTTP session gone and the request is unsafe to repeat
-    ├── ProtocolError                the answer is not valid MCP / JSON-RPC, or too large
+    ├── ProtocolError                the answer is not valid MCP / JSON-RPC, or too large (.status: an HTTP status)
+    │   └── ServerUnavailable        HTTP 429/502/503/504 after the safe retries (.status .retry_after)
     ├── PaginationLimitError         max_pages pages walked, or a cursor repeated
     ├── InputRequiredError           the server asked for input no handler can give
     ├── ToolError                    call_tool(raise_on_error=True) got an isError result
@@ -289,13 +290,53 @@ class SessionExpiredError(ConnectionClosed):
 class ProtocolError(MCPError):
     """The answer is not valid MCP / JSON-RPC, or exceeds ``max_message_bytes``.
 
+    ``status`` is the HTTP status when an HTTP server refused the request with
+    one (404, 400, 500, ...), else None.
+
     Example::
 
         try:
             result = client.read_resource("file:///huge.bin")
         except mcp_sync.ProtocolError as e:   # malformed, or larger than max_message_bytes
-            print("bad answer from the server:", e)
+            print("bad answer from the server:", e, e.status)
     """
+
+    def __init__(
+        self, message: str, *, method: str | None = None, request_id: Any = None, status: int | None = None
+    ) -> None:
+        super().__init__(message, method=method, request_id=request_id)
+        self.status = status
+
+
+class ServerUnavailable(ProtocolError):
+    """HTTP 429, 502, 503 or 504, still, after the client's own safe retries.
+
+    The server is overloaded, rate-limiting or behind a failing gateway: try
+    again later. ``status`` is the HTTP status; ``retry_after`` the seconds
+    the server's ``Retry-After`` header asked for (delay-seconds or an HTTP
+    date), or None when it sent none. A request that is not safe to repeat
+    (``tools/call``) is never retried by the client itself: whether to call
+    again is yours to decide.
+
+    Example::
+
+        try:
+            result = client.call_tool("search", {"q": "x"})
+        except mcp_sync.ServerUnavailable as e:
+            time.sleep(e.retry_after or 1.0)   # then try again, or tell the user
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        method: str | None = None,
+        request_id: Any = None,
+    ) -> None:
+        super().__init__(message, method=method, request_id=request_id, status=status)
+        self.retry_after = retry_after
 
 
 class PaginationLimitError(MCPError):

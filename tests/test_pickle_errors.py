@@ -62,6 +62,8 @@ SAMPLES: dict[str, Any] = {
     "path": "$.a",
     "errors": ["$.a: 'one' is not of type 'number'"],
     "cause": ValueError("the cause"),
+    "status": 503,
+    "retry_after": 2.5,
 }
 
 

@@ -17,6 +17,15 @@ Rules (checklist 1.10):
   reader thread, before any subscriber sees the notification.
 * C7: pages are separate entries; :meth:`ResultCache.invalidate` drops all the
   pages of one list when a cursor turns out to be invalid.
+* Kept until changed (#19.2): a list result whose ``ttlMs`` is absent (legacy)
+  or 0 (modern servers must send one) is kept, with no expiry, when the caller
+  passes a *hold* token: the session gives one while the server declares
+  ``listChanged`` for that list and its change notifications reach the client
+  (see ``Session.hold_token``). The entry is served only while the same token
+  is current: when the notification stream drops or is re-opened
+  (notifications may have been missed) the token changes and the entry is
+  dropped. A change notification drops it as in C6; a positive ``ttlMs`` wins
+  over holding (the entry expires when it says).
 
 Thread-safe: one lock guards the table; callers get deep copies (iterative: a
 result nested thousands deep is copied like any other), so a caller mutating
@@ -53,6 +62,8 @@ CACHEABLE_METHODS = frozenset(
         "resources/read",
     }
 )
+#: The lists a list_changed notification covers: kept until changed (#19.2).
+HOLDABLE_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
 #: C6: which notification makes which methods' entries stale.
 _INVALIDATES: dict[str, tuple[str, ...]] = {
     "notifications/tools/list_changed": ("tools/list",),
@@ -85,6 +96,7 @@ class _Entry:
     params: dict[str, Any]
     result: dict[str, Any]
     expires: float
+    hold: Any = None  # kept until changed, while this token is current (#19.2)
 
 
 class ResultCache:
@@ -115,8 +127,13 @@ class ResultCache:
         # C5: only an explicit "public" is shared across authorization contexts.
         return ("public",) if result.get("cacheScope") == "public" else ("private", auth)
 
-    def get(self, method: str, params: Mapping[str, Any] | None, auth: Hashable) -> dict[str, Any] | None:
-        """A deep copy of the fresh result for this request under ``auth``, or None."""
+    def get(
+        self, method: str, params: Mapping[str, Any] | None, auth: Hashable, hold: Any = None
+    ) -> dict[str, Any] | None:
+        """A deep copy of the fresh result for this request under ``auth``, or None.
+
+        ``hold``: the current hold token (see :meth:`put`); an entry kept until
+        changed is served only under the token it was stored with."""
         if method not in CACHEABLE_METHODS or is_retry(params):
             return None
         key = params_key(params)
@@ -126,7 +143,8 @@ class ResultCache:
                 entry = self._entries.get((method, key, scope))
                 if entry is None:
                     continue
-                if now < entry.expires:  # C3: fresh while now < received + ttl
+                held_still = entry.hold is None or entry.hold == hold
+                if now < entry.expires and held_still:  # C3: fresh while now < received + ttl
                     return copy_json(entry.result)  # type: ignore[no-any-return]
                 del self._entries[(method, key, scope)]  # stale: the next fetch replaces it
         return None
@@ -139,25 +157,31 @@ class ResultCache:
         result: Mapping[str, Any],
         *,
         generation: int,
+        hold: Any = None,
     ) -> bool:
         """Store ``result`` if it may be reused; True when stored.
 
         Not stored: a method outside C1, a retry (C2), an input_required result
         (C1), a ttlMs that allows no reuse (C3), or a generation that an
-        invalidation has overtaken (C6).
+        invalidation has overtaken (C6). ``hold`` (a token, taken *before* the
+        request was sent): a list result whose ``ttlMs`` is absent or 0 is kept
+        until a change notification, for as long as :meth:`get` is given the
+        same token; a positive ``ttlMs`` bounds it as usual.
         """
         if method not in CACHEABLE_METHODS or is_retry(params):
             return False
         if result.get("resultType", "complete") != "complete":
             return False
         ttl = freshness_ms(result)
-        if ttl == 0:
+        held = ttl == 0 and hold is not None and method in HOLDABLE_METHODS
+        if ttl == 0 and not held:
             return False
         entry = _Entry(
             method=method,
             params={k: v for k, v in (params or {}).items() if k != "_meta"},
             result=copy_json(dict(result)),
-            expires=self._clock() + ttl / 1000.0,
+            expires=float("inf") if held else self._clock() + ttl / 1000.0,
+            hold=hold if held else None,
         )
         with self._lock:
             if generation != self._generation:

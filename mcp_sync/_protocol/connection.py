@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from .._engine import Engine
 from .._threads import Dispatcher
-from ..exceptions import Cancelled, ClientStateError, ConnectionClosed, RequestTimeout
+from ..exceptions import Cancelled, ClientStateError, ConnectionClosed, MCPError, RequestTimeout
 from ..transports.base import BaseTransport, declared
 from .hosted_tasks import HostedTasks
 from .resources import Attempt, Resources, SubscriptionRegistry, collect
@@ -107,6 +107,15 @@ class ConnectionHooks(Protocol):
 
     def after_fork(self) -> None:
         """In a forked child: fresh state (a lock another thread held at the fork stays held)."""
+
+    def reconnected(self, engine: Engine, negotiated: Negotiated) -> None:
+        """Connect thread: a new connection replaced a lost or dropped one."""
+
+    def lost(self, error: MCPError) -> None:
+        """Any thread: part of the connection was lost (a listen stream); tell the application."""
+
+    def came_back(self) -> None:
+        """Any thread: what was lost came back; tell the application."""
 
 
 class Connection:
@@ -273,7 +282,7 @@ class Connection:
         if error is not None:  # it died at once: its on_closed may have run before it was published
             self.hooks.connection_lost(engine, error)
         elif attempt.restarted:
-            self.subscriptions.reconnected(engine, negotiated)  # U7, T6
+            self.hooks.reconnected(engine, negotiated)  # subscriptions (U7, T6), then on_reconnected
 
     def _start_engine(self, attempt: Attempt) -> Engine:
         """Make and start one transport and its engine for ``attempt`` (a restart makes another)."""

@@ -31,6 +31,7 @@ from ..exceptions import (
     HandlerError,
     MCPError,
     ProtocolError,
+    SessionExpiredError,
 )
 from ..transports.base import declared
 from .cache import CACHEABLE_METHODS, ResultCache, is_retry
@@ -40,6 +41,7 @@ from .hosted_tasks import TASK_METHODS
 from .lifecycle import Lifecycle, Negotiated
 from .subscriptions import Subscriptions
 from .tool_headers import ToolHeaders
+from .tracing import Tracing
 
 if TYPE_CHECKING:
     from .._engine import Engine
@@ -71,6 +73,11 @@ CAPABILITY_OF = {
     "tools/call": "tools", "tools/list": "tools", "prompts/get": "prompts", "prompts/list": "prompts",
     "resources/read": "resources", "resources/list": "resources", "resources/templates/list": "resources",
     "completion/complete": "completions",
+}
+#: The listen flag whose notifications tell that a list changed (#19.2).
+_LIST_FLAG = {
+    "tools/list": "toolsListChanged", "prompts/list": "promptsListChanged",
+    "resources/list": "resourcesListChanged", "resources/templates/list": "resourcesListChanged",
 }
 #: Requests without side effects: re-sent once if their answer stream breaks (H13); never tools/call.
 _REPEATABLE = frozenset({
@@ -107,8 +114,16 @@ class Session:
         restart: bool,
         schemas: ToolSchemas,
         url_elicitation: bool,
+        on_connection_lost: Callable[[MCPError], None] | None = None,
+        on_reconnected: Callable[[], None] | None = None,
+        tracing: bool = True,
     ) -> None:
         self.timeout = timeout
+        #: #19.3: the application's connection events, run on the dispatch thread
+        self.on_connection_lost = on_connection_lost
+        self.on_reconnected = on_reconnected
+        #: #19.6: a client span per request when opentelemetry-api is installed; None: tracing=False
+        self.tracing: Tracing | None = Tracing() if tracing else None
         self.max_message_bytes = max_message_bytes
         self.max_pages = max_pages
         self.input_required_max_rounds = input_required_max_rounds
@@ -199,7 +214,20 @@ class Session:
 
     def send(self, method: str, params: dict[str, Any] | None = None, options: CallOptions = DEFAULT
              ) -> dict[str, Any]:
-        """The one request path: connect within the deadline, envelope, engine, resultType check."""
+        """The one request path: connect within the deadline, envelope, engine, resultType check
+        (inside a client span when tracing, #19.6)."""
+        tracing = self.tracing
+        if tracing is None:
+            return self._send(method, params, options)
+        negotiated = self.connection.negotiated
+        return tracing.request(
+            method, params, options, protocol_version=negotiated.protocol_version if negotiated else None,
+            target=self.connection.target, send=lambda traced: self._send(method, params, traced),
+        )
+
+    def _send(self, method: str, params: dict[str, Any] | None, options: CallOptions) -> dict[str, Any]:
+        if options.credential is not None:
+            self.check_request_headers(method)
         negotiated, options = self.connected_within(method, options)
         engine = self.connection.res.engine
         if engine is None:
@@ -241,16 +269,57 @@ class Session:
         store = self.cache
         if store is None or options.cache == "bypass" or method not in CACHEABLE_METHODS or is_retry(params):  # C2
             return self.send(method, params, options)
-        _negotiated, options = self.connected_within(method, options)
+        if options.credential is not None:
+            self.check_request_headers(method)
+        negotiated, options = self.connected_within(method, options)
         auth = self.auth_context()
+        if options.credential is not None:  # C5, #19.1: a caller's own credentials keep their own results
+            auth = (auth, options.credential)
+        hold = self.hold_token(method, negotiated)
         if options.cache == "use":
-            hit = store.get(method, params, auth)
+            hit = store.get(method, params, auth, hold)
             if hit is not None:
                 return hit
         generation = store.generation  # C6: an answer overtaken by an invalidation is not stored
         result = self.send(method, params, options)
-        store.put(method, params, auth, result, generation=generation)
+        store.put(method, params, auth, result, generation=generation, hold=hold)
         return result
+
+    def hold_token(self, method: str, negotiated: Negotiated) -> Any:
+        """#19.2: a token while ``method``'s list may be kept until it changes, else None.
+
+        The server must declare ``listChanged`` for the list, and its change
+        notifications must reach us now: on a legacy session, while the
+        transport declares a notification stream (stdio: always; HTTP: while the
+        GET stream is open); on a modern server, only while a live
+        ``subscriptions/listen`` the server acknowledged for that list is open
+        (modern servers send list_changed on listen streams only). The token
+        changes when that delivery was interrupted, so what was kept before is
+        not trusted after.
+        """
+        flag = _LIST_FLAG.get(method)
+        if flag is None:
+            return None
+        capability = negotiated.server_capabilities.get(CAPABILITY_OF[method])
+        if not (isinstance(capability, dict) and capability.get("listChanged") is True):
+            return None
+        engine = self.connection.res.engine
+        if engine is None:
+            return None
+        if negotiated.era == "legacy":
+            stream = declared(engine.transport).notification_stream
+            return None if stream is None else ("session", id(engine), stream)
+        feed = self.subscriptions.change_feed(engine, flag)
+        return None if feed is None else ("listen", id(engine), feed)
+
+    def check_request_headers(self, method: str) -> None:
+        """#19.1: per-request headers need a transport that sends them (HTTP); TypeError before
+        anything is sent (stdio has no headers)."""
+        if not declared(self.connection.transport).per_request_headers:
+            raise TypeError(
+                f"{method}: per-request headers and credentials need an HTTP transport; "
+                f"{self.connection.target!r} is not one (stdio has no headers: pass env= to Client.stdio)"
+            )
 
     def declares_tasks(self, extensions: Mapping[str, Any] | None) -> bool:
         return TASKS_EXTENSION in (extensions or {}) or TASKS_EXTENSION in self.handlers.extensions
@@ -329,6 +398,28 @@ class Session:
         if self.cache is not None:
             self.cache.clear()
 
+    # -- connection events (#19.3) --------------------------------------------------------------
+
+    def lost(self, error: MCPError) -> None:
+        """Any thread: ``on_connection_lost(error)``, queued on the dispatch thread."""
+        self._event(self.on_connection_lost, error)
+
+    def came_back(self) -> None:
+        """Any thread: ``on_reconnected(client)``, queued on the dispatch thread."""
+        self._event(self.on_reconnected)
+
+    def _event(self, callback: Callable[..., None] | None, *args: Any) -> None:
+        connection = self.connection
+        dispatcher = connection.dispatcher
+        if callback is None or dispatcher is None or connection.state is ClientState.CLOSED:
+            return  # close() is no loss, and nobody is told after it
+        dispatcher.submit(callback, *args)
+
+    def reconnected(self, engine: Engine, negotiated: Negotiated) -> None:
+        """Connect thread: a connection replaced one that was lost or dropped (restart, reconnect())."""
+        self.subscriptions.reconnected(engine, negotiated)  # U7, T6
+        self.came_back()
+
     # -- connection hooks ---------------------------------------------------------------------
 
     def after_fork(self) -> None:
@@ -366,10 +457,12 @@ class Session:
         if negotiated is None or engine is not self.engine or self.state is ClientState.CLOSED:
             return
         self.clear_cache()
+        self.lost(SessionExpiredError("the server no longer knew the HTTP session; a new one was started"))
         level = self.lifecycle.log_level
         if level is not None and "logging" in negotiated.server_capabilities:
             spawn(lambda: self._set_log_level_on(engine, level), "renew", engine.name)
         self.subscriptions.session_renewed(engine, negotiated)
+        self.came_back()
 
     def _set_log_level_on(self, engine: Engine, level: str) -> None:
         try:
@@ -385,6 +478,7 @@ class Session:
         subscriptions.connection_lost(engine)
         if engine is not connection.res.engine or connection.state is not ClientState.OPEN:
             return  # closed, reconnecting, or a connect attempt's engine: not a loss to repair
+        self.lost(error)
         if not subscriptions.suspended():
             return
         if connection.factory is None:

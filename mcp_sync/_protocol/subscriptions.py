@@ -133,6 +133,7 @@ class Subscription:
         self._ready = threading.Event()  # set by the acknowledgment, or by a failure before it
         self._error: MCPError | None = None
         self._resubscribing = False
+        self._relistening = False  # the stream broke and is being listened again (#19.3)
         self._acks = 0  # acknowledgments seen, so a re-listen loop can tell progress from failure
         self._uris_held: tuple[str, ...] = ()
 
@@ -278,6 +279,9 @@ class Subscription:
                     return
                 # U6: a bare close of the stream alone (HTTP) is a trigger to listen again.
                 log.info("mcp_sync: %s; listening again", exc)
+                if not self._relistening:
+                    self._relistening = True
+                    self._registry.connection.hooks.lost(exc)  # #19.3; on_reconnected once it is back
                 if self._closed.wait(_RELISTEN_BACKOFF[retries]):
                     return
                 retries += 1
@@ -317,6 +321,9 @@ class Subscription:
         if self._resubscribing:
             self._resubscribing = False
             self._post(self._deliver, RESUBSCRIBED, self._resubscribed_params())
+        if self._relistening:  # #19.3: a listen stream that broke came back
+            self._relistening = False
+            self._registry.connection.hooks.came_back()
         self._ready.set()
 
     def _legacy_subscribe(self, engine: Engine, negotiated: Negotiated, *, resubscribe: bool) -> None:
@@ -544,6 +551,17 @@ class Subscriptions:
         for sub in self._live():
             if sub._engine is engine:
                 sub._suspend()
+
+    def change_feed(self, engine: Engine, flag: str) -> Any:
+        """#19.2: while a live modern listen on ``engine`` that the server acknowledged for
+        ``flag`` (e.g. ``"toolsListChanged"``) is open, a token naming it and its latest
+        acknowledgment (a listen that broke and came back is a new token); else None."""
+        for sub in self._live():
+            acknowledged = sub.acknowledged or {}
+            live = sub._era == "modern" and sub._engine is engine and sub.state == "live"
+            if live and acknowledged.get(flag) is True:
+                return (id(sub), sub._acks)
+        return None
 
     def suspended(self) -> bool:
         """True when some subscription waits for the connection to come back."""

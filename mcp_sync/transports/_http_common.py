@@ -44,7 +44,7 @@ from urllib3.util.timeout import _DEFAULT_TIMEOUT
 from .._threads import Workers, join_quietly, spawn
 from .._urls import redact_url
 from .._version import __version__
-from ..exceptions import AuthorizationError, ConnectionClosed, MCPError, ProtocolError
+from ..exceptions import AuthorizationError, ConnectionClosed, MCPError, ProtocolError, ServerUnavailable
 from ._sse_stream import BadBody, SseEvent, decoded_chunks, read_bounded, sse_events
 from .base import BaseTransport
 
@@ -55,6 +55,8 @@ MAX_REDIRECTS = 5
 POOL_MAXSIZE = 64  # kept-alive connections per host
 ERROR_BODY_BYTES = 64 * 1024
 RETRY_AFTER_CAP = 30.0  # longer Retry-After: give up instead of stalling a caller
+#: Statuses that say "not now" (rate limit, gateway, overload): retried while safe, then ServerUnavailable
+UNAVAILABLE = frozenset({429, 502, 503, 504})
 #: Read timeout of a notification's or a response's POST: the server only acknowledges those.
 ONEWAY_TIMEOUT = 30.0
 MAX_CHALLENGES = 8  # backstop on 401/403 rounds per request; the auth object's own bound is lower
@@ -153,6 +155,23 @@ def same_origin(reference: str, base: str, what: str) -> str:
     raise ProtocolError(
         f"refusing {what} {redact_url(target)!r}: {problem}; headers and credentials must not leave the server's origin"
     )
+
+
+def auth_headers(auth: Any, url: str) -> dict[str, str]:
+    """The headers ``auth`` adds to a request to ``url`` (#19.1: a bound view's credentials, sent
+    on the client's shared connection): :class:`mcp_sync.OAuth`'s current token, or what a
+    ``requests`` auth object or callable sets on a prepared request; ``(user, password)`` is
+    Basic auth. Read afresh for each request."""
+    headers_for = getattr(auth, "headers_for", None)  # mcp_sync.OAuth: no request needed
+    if callable(headers_for):
+        return dict(headers_for(url))
+    if isinstance(auth, tuple) and len(auth) == 2:
+        auth = requests.auth.HTTPBasicAuth(*auth)
+    prepared = requests.Request("POST", url).prepare()
+    before = dict(prepared.headers)
+    result = auth(prepared)
+    after = getattr(result, "headers", prepared.headers)
+    return {name: value for name, value in after.items() if before.get(name) != value}
 
 
 def describe_failure(exc: BaseException) -> str:
@@ -466,6 +485,8 @@ class _Session(requests.Session):
 class HttpBase(BaseTransport):
     """Session, threads and exchanges shared by HttpTransport and SseTransport."""
 
+    per_request_headers = True  # send(..., headers=) goes out with that request (#19.1)
+
     def __init__(
         self,
         url: str,
@@ -593,7 +614,7 @@ class HttpBase(BaseTransport):
                     raise ConnectionClosed(f"{method} {redact_url(url)} failed: {describe_failure(exc)}") from exc
                 slot.sleep(min(0.1 * 2**attempt, 2.0))
                 continue
-            if safe_to_resend and response.status_code in (502, 503, 504) and not last:
+            if safe_to_resend and response.status_code in UNAVAILABLE and not last:
                 delay = _retry_after(response, default=min(0.1 * 2**attempt, 2.0))
                 if delay is not None:
                     response.close()
@@ -724,7 +745,9 @@ class HttpBase(BaseTransport):
             message += f": {data[:300].decode('utf-8', 'replace')}"
         if status in (401, 403):
             return parsed, AuthorizationError(message)
-        return parsed, ProtocolError(message)
+        if status in UNAVAILABLE:
+            return parsed, ServerUnavailable(message, status=status, retry_after=retry_after_seconds(response))
+        return parsed, ProtocolError(message, status=status)
 
     def close_session(self) -> None:
         """Close the session this transport made (a caller's session stays open: it is theirs)."""
@@ -867,6 +890,23 @@ def _connect_failure(exc: BaseException) -> bool:
         return True
     reason = getattr(exc.args[0], "reason", None) if exc.args else None
     return isinstance(reason, urllib3.exceptions.NewConnectionError)
+
+
+def retry_after_seconds(response: requests.Response) -> float | None:
+    """What the server's Retry-After asks for, in seconds (delay-seconds or an HTTP date, a date
+    in the past is 0), or None when it sent none or nothing readable. Not capped: it is the
+    server's hint for the caller (ServerUnavailable.retry_after), not a wait of ours."""
+    value = response.headers.get("Retry-After")
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isascii() and value.isdigit():
+        return float(value) if len(value) <= 9 else None
+    try:
+        delay = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+    except (TypeError, ValueError, OverflowError, IndexError, OSError):
+        return None
+    return max(0.0, delay) if delay == delay else None
 
 
 def _retry_after(response: requests.Response, default: float) -> float | None:

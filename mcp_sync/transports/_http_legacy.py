@@ -72,6 +72,20 @@ class LegacySession(HttpBase):
     _listening: bool
     _listen_ready: threading.Event
     _session_lock: threading.Lock
+    _stream_epoch: int  # counts the GET streams opened (#19.2)
+    _stream_open: bool
+
+    @property
+    def notification_stream(self) -> Any:
+        """A new token each time the session's GET stream opens; None while none is open."""
+        delegate = self.delegate
+        if delegate is not None:
+            return delegate.notification_stream
+        return self._stream_epoch if self._stream_open else None
+
+    @property
+    def delegate(self) -> Any:
+        raise NotImplementedError
 
     def _send_oneway(
         self, message: dict[str, Any], extra: Mapping[str, str] | None, version: str | None, resent: bool = False
@@ -199,6 +213,9 @@ class LegacySession(HttpBase):
                             log.debug("mcp_sync: %s offers no GET stream (HTTP %s)", self.name, status)
                             return
                         if status == 200 and content_type(response) == "text/event-stream":
+                            with self._lock:
+                                self._stream_epoch += 1
+                                self._stream_open = True
                             for event in self.events(response):
                                 failures, may_renew = 0, True
                                 last_id = header_safe(event.id) or last_id
@@ -210,6 +227,7 @@ class LegacySession(HttpBase):
                     except STREAM_ERRORS:
                         pass
                     finally:
+                        self._stream_open = False
                         slot.finish()
                         response.close()
                 failures += 1
@@ -224,6 +242,7 @@ class LegacySession(HttpBase):
         except Exception:  # a bug must be seen, not end the stream silently
             log.exception("mcp_sync: the GET stream of %s failed", self.name)
         finally:
+            self._stream_open = False
             self._listen_ready.set()
             with self._lock:
                 self._listening = False

@@ -88,6 +88,18 @@ class BaseTransport:
     inline_sends: bool = False
     #: the arguments a listed tool marks with x-mcp-header go out as ``Mcp-Param-*`` headers
     mirrors_param_headers: bool = False
+    #: ``send(message, headers=...)`` sends those headers with that one request (HTTP): a caller's
+    #: per-request headers and credentials (``headers=``, ``Client.bind``) need it (#19.1)
+    per_request_headers: bool = False
+
+    @property
+    def notification_stream(self) -> Any:
+        """While the server's messages outside any request reach the sink (list_changed and
+        the like), a token that changes whenever that delivery was interrupted; None while
+        they do not. stdio: one token for the transport's life; legacy Streamable HTTP: a new
+        one each time its GET stream opens, None while it is closed; HTTP+SSE: while its
+        stream is open. A client keeps a list until it changes only under such a token (#19.2)."""
+        return None
 
     @property
     def pid(self) -> int | None:

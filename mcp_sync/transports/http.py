@@ -40,6 +40,7 @@ from ._http_common import (
     ONEWAY_TIMEOUT,
     SAFE_TO_RESEND,
     STREAM_ERRORS,
+    UNAVAILABLE,
     Aborted,
     Deadlines,
     Slot,
@@ -212,6 +213,7 @@ class HttpTransport(LegacySession):
         self._inflight: dict[Any, _InFlight] = {}
         self._listen_slot: Slot | None = None
         self._listening = False
+        self._stream_epoch, self._stream_open = 0, False
         self._listen_ready = threading.Event()  # the GET stream answered (opened, or none offered)
         self._relied_on_cache = False  # skipped the probe because the origin's era was cached
         self._session_lock = threading.Lock()
@@ -458,7 +460,7 @@ class HttpTransport(LegacySession):
         parsed, error = body if body is not None else self.error_for(response, message["method"])
         rpc_error = jsonrpc_error(parsed)
         status = response.status_code
-        if rpc_error is not None and status not in (401, 403):
+        if rpc_error is not None and status not in (401, 403) and status not in UNAVAILABLE:
             probing = version is not None and self._era is None
             if not probing or _recognized_modern_error(status, rpc_error):
                 if self._sink is not None:
@@ -626,7 +628,8 @@ class HttpTransport(LegacySession):
                     return
                 raise ProtocolError(
                     f"initialize: HTTP {status} from {self.safe_url}, and a GET there opens no HTTP+SSE stream "
-                    f"(first event: {first!r}); is this an MCP endpoint?"
+                    f"(first event: {first!r}); is this an MCP endpoint?",
+                    status=status,
                 )
         delegate = SseTransport(
             self.url,

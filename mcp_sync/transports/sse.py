@@ -22,6 +22,7 @@ from ._http_common import (
     ONEWAY_TIMEOUT,
     SAFE_TO_RESEND,
     STREAM_ERRORS,
+    UNAVAILABLE,
     Aborted,
     HttpBase,
     Slot,
@@ -106,6 +107,11 @@ class SseTransport(HttpBase):
 
     def configure(self, *, era: str, protocol_version: str) -> None:
         """Nothing to change: this transport always carries the legacy era."""
+
+    @property
+    def notification_stream(self) -> Any:
+        """Everything comes on the one stream, and the transport ends with it: one token while it is open."""
+        return 0 if self.endpoint is not None and not self._closing else None
 
     def send(self, message: dict[str, Any], *, headers: Mapping[str, str] | None = None) -> None:
         """POST ``message`` to the endpoint; requests on a worker, notifications and responses here."""
@@ -192,7 +198,7 @@ class SseTransport(HttpBase):
                 return None
             parsed, error = self.error_for(response, f"POST {what}")
             rpc_error = jsonrpc_error(parsed)
-            if rpc_error is not None and response.status_code not in (401, 403):
+            if rpc_error is not None and response.status_code not in (401, 403, *UNAVAILABLE):
                 return rpc_error
             raise error
         finally:

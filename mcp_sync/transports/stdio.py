@@ -186,6 +186,11 @@ class StdioTransport(BaseTransport):
     # -- lifecycle -------------------------------------------------------------
 
     @property
+    def notification_stream(self) -> Any:
+        """Every line the server writes reaches the sink while it runs: one token for its life."""
+        return 0 if self.pid is not None else None
+
+    @property
     def pid(self) -> int | None:
         """The server's process id while it runs; None before start and once it has exited."""
         process = self._process

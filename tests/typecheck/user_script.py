@@ -51,8 +51,14 @@ def main() -> None:
     assert client.state is mcp_sync.ClientState.NEW
     remote = mcp_sync.Client.http("https://example.com/mcp", headers={"X": "1"}, connect_timeout=5, max_retries=2,
                                   auth=mcp_sync.OAuth(client_name="demo"))
-    legacy = mcp_sync.Client.sse("https://example.com/sse", timeout=None)
+    legacy = mcp_sync.Client.sse("https://example.com/sse", timeout=None, tracing=False,
+                                 on_connection_lost=lambda error: print(error.message),
+                                 on_reconnected=lambda again: print(again.name))
     other = mcp_sync.connect("python server.py")
+    worker_client: mcp_sync.Client = mcp_sync.shared("python server.py", timeout=30)
+    print(worker_client.name)
+    view: mcp_sync.BoundClient = remote.bind(headers={"Authorization": "Bearer user-token"})
+    print(view.call_tool("echo", {"text": "hi"}, headers={"X-Request": "1"}).text)
     for each in (remote, legacy, other):
         each.close()
     with client:
@@ -112,6 +118,10 @@ def main() -> None:
         print(exc.urls, exc.elicitations)
     except mcp_sync.HandlerError as exc:
         print(exc.handler)
+    except mcp_sync.ServerUnavailable as exc:  # #19.4
+        status: int | None = exc.status
+        retry_after: float | None = exc.retry_after
+        print(status, retry_after)
     except errors as exc:
         print(exc.message, exc.method, exc.request_id)
     refusal = mcp_sync.ServerRequestError("no", code=-1)

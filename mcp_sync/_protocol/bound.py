@@ -1,0 +1,83 @@
+"""A session seen through a bound view (``Client.bind``): the same connection, its own credentials.
+
+:class:`BoundSession` stands in for a :class:`~.session.Session` wherever the
+facade uses one. Every request it sends carries the view's headers (its
+``auth`` turned into headers, per request) and a credential key, so that
+results cached for it are never served to another credential (C5). On a
+legacy HTTP server, where a session belongs to the credentials that opened it,
+a view with credentials uses a session of its own instead (``own_session``,
+made by the facade on first need). Everything else is the shared session's:
+attribute reads go to it.
+
+Thread-safe like the session; it holds no reference to a client.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+import attrs
+
+from .._options import DEFAULT, CallOptions
+from ..exceptions import ClientStateError
+from .connection import ClientState
+from .session import Session
+
+if TYPE_CHECKING:
+    from .lifecycle import Negotiated
+
+
+class BoundSession(Session):
+    """``base`` with credentials: ``headers()`` gives the headers of each request (called per
+    request, so a token that refreshes is read afresh); ``credential`` keys its cached results;
+    ``own_session()`` gives the session of its own on a legacy server (None: always shared)."""
+
+    def __init__(  # no super().__init__(): a view of ``base``, whose state it reads
+        self,
+        base: Session,
+        *,
+        headers: Callable[[], Mapping[str, str]],
+        credential: Any,
+        own_session: Callable[[], Session] | None,
+    ) -> None:
+        self._base = base
+        self._headers = headers
+        self._credential = credential
+        self._own_session = own_session
+
+    def __getattr__(self, name: str) -> Any:
+        """Everything but the request path is the shared (or own) session's."""
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self._target(), name)
+
+    def _target(self) -> Session:
+        base = self._base
+        if self._own_session is None or base.connection.state is ClientState.CLOSED:
+            return base
+        negotiated = base.connection.live() or base.connected()
+        return self._own_session() if negotiated.era == "legacy" else base
+
+    def _checked(self) -> Session:
+        if self._base.connection.state is ClientState.CLOSED:
+            raise ClientStateError("the client this view was bound from is closed")
+        return self._target()
+
+    def _options(self, target: Session, options: CallOptions) -> CallOptions:
+        if target is not self._base:
+            return options  # its own session carries the credentials itself
+        headers = {**self._headers(), **(options.headers or {})}
+        return attrs.evolve(options, headers=headers or None, credential=(self._credential, options.credential))
+
+    def send(self, method: str, params: dict[str, Any] | None = None, options: CallOptions = DEFAULT
+             ) -> dict[str, Any]:
+        target = self._checked()
+        return target.send(method, params, self._options(target, options))
+
+    def send_cached(self, method: str, params: dict[str, Any] | None, options: CallOptions = DEFAULT
+                    ) -> dict[str, Any]:
+        target = self._checked()
+        return target.send_cached(method, params, self._options(target, options))
+
+    def connected_within(self, method: str, options: CallOptions) -> tuple[Negotiated, CallOptions]:
+        return self._checked().connected_within(method, options)
