@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import attrs
 
+from ._client_constructors import ClientConstructors, ViewSessions, pickle_recipe, unpickle_client
 from ._client_lists import ListingMethods
 from ._client_tasks import TaskMethods
 from ._headers import HEADER_MISMATCH
@@ -40,12 +40,11 @@ from ._protocol.tasks import Task
 from ._schemas import ToolSchemas
 from ._sentinels import USE_CLIENT_DEFAULT, _Default
 from ._typed import ResultT, build_result
-from ._values import Timeout, check_env, check_json, check_timeout, check_tool_call, command_line, http_options
+from ._values import Timeout, check_json, check_timeout, check_tool_call
 from .cancellation import CancellationToken
 from .exceptions import (
     INVALID_PARAMS,
     RESOURCE_NOT_FOUND_LEGACY,
-    ClientStateError,
     MCPError,
     ResourceNotFound,
     ServerError,
@@ -72,7 +71,7 @@ __all__ = ["USE_CLIENT_DEFAULT", "BoundClient", "Client", "ClientState"]
 
 
 
-class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
+class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
     """A blocking MCP client. Thread-safe: share one between many threads.
 
     Build one with :meth:`stdio`, :meth:`http`, :meth:`sse` or
@@ -168,305 +167,8 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         self._tool_names = ToolNames()  # the LLM names handed out by to_*_tools, for run_tool_call
         #: (constructor, arguments) it was made with, for pickling; None when built on a transport
         self._recipe: tuple[str, dict[str, Any]] | None = None
-        #: credential -> the client holding a view's own legacy HTTP session (#19.1); guarded by the
-        #: connection's lock (made afresh in a forked child)
-        self._own_sessions: dict[Any, Client] = {}
-
-    # -- constructors -------------------------------------------------------------
-    # Each factory spells out every Client option (a typed API: a misspelt option is a
-    # TypeError at once and a mypy error), then hands them to __init__ unchanged.
-
-    @classmethod
-    def stdio(
-        cls,
-        command: str | os.PathLike[str],
-        args: Sequence[str | os.PathLike[str]] | None = None,
-        env: Mapping[str, str] | None = None,
-        cwd: str | os.PathLike[str] | None = None,
-        *,
-        inherit_env: bool = False,
-        stderr: Any = None,
-        name: str | None = None,
-        client_info: Mapping[str, Any] | None = None,
-        mode: str = "auto",
-        protocol_version: str | None = None,
-        timeout: float | None = 60.0,
-        probe_timeout: float | None = 10.0,
-        max_message_bytes: int = 64 * 1024 * 1024,
-        max_pages: int = 1000,
-        input_required_max_rounds: int = 10,
-        on_elicitation: Callable[[dict], dict] | None = None,
-        on_sampling: Callable[[dict], dict] | None = None,
-        on_roots: Roots | None = None,
-        on_notification: Callable[[str, dict], None] | None = None,
-        on_connection_lost: Callable[[MCPError], None] | None = None,
-        on_reconnected: Callable[[Client], None] | None = None,
-        tracing: bool = True,
-        log_level: str | None = None,
-        extensions: Mapping[str, Any] | None = None,
-        cache: bool = True,
-        sampling_tools: bool = False,
-        host_tasks: bool = False,
-        restart: bool = True,
-        url_elicitation: bool = False,
-        validate_output: str | bool = "warn",
-        validate_input: bool = False,
-    ) -> Client:
-        """A client for a server run as a subprocess (stdio transport).
-
-        ``command`` is resolved on ``PATH``; ``args`` is a list of strings (not
-        one string). The child gets an allow-listed environment with ``env`` on
-        top, or the whole environment with ``inherit_env=True``. The allow-list:
-        HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, LC_ALL, TMPDIR (on Windows
-        APPDATA, PATH, SYSTEMROOT, TEMP, USERPROFILE, ...) and the proxy and CA
-        settings (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, ALL_PROXY and lower-case
-        forms, SSL_CERT_FILE, SSL_CERT_DIR, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE,
-        NODE_EXTRA_CA_CERTS); API keys and package-index settings go in ``env``.
-        ``stderr``: None (the default) shows each line of the server's stderr on
-        ``sys.stderr`` prefixed with ``[<name>]``; ``"log"`` logs it to
-        ``mcp_sync.stderr.<name>`` at INFO; or a file, or a callable taking each
-        line. If the server dies, the next request starts it again;
-        ``restart=False`` turns that off. The other options are the
-        :class:`Client` options.
-
-        Example::
-
-            client = mcp_sync.Client.stdio("python", ["server.py"], env={"DEBUG": "1"})
-        """
-        recipe = _recipe(locals())  # first: what to pickle this client as (#19.5)
-        from .transports.stdio import StdioTransport
-
-        program, arguments = command_line(command, args)
-        check_env(env)
-        if cwd is not None and not isinstance(cwd, (str, os.PathLike)):
-            raise TypeError(f"Client.stdio: cwd must be a path or None, not {type(cwd).__name__}")
-
-        def factory() -> Transport:
-            return StdioTransport(
-                program,
-                arguments,
-                env=env,
-                cwd=cwd,
-                inherit_env=inherit_env,
-                stderr=stderr,
-                max_message_bytes=max_message_bytes,
-            )
-
-        return _with_recipe("stdio", recipe, cls(
-            factory, name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
-            timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,
-            input_required_max_rounds=input_required_max_rounds, on_elicitation=on_elicitation,
-            on_sampling=on_sampling, on_roots=on_roots, on_notification=on_notification, log_level=log_level,
-            on_connection_lost=on_connection_lost, on_reconnected=on_reconnected, tracing=tracing,
-            extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
-            restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
-            validate_input=validate_input,
-        ))
-
-    @classmethod
-    def inprocess(
-        cls,
-        server: Any,
-        *,
-        name: str | None = None,
-        client_info: Mapping[str, Any] | None = None,
-        mode: str = "auto",
-        protocol_version: str | None = None,
-        timeout: float | None = 60.0,
-        probe_timeout: float | None = 10.0,
-        max_message_bytes: int = 64 * 1024 * 1024,
-        max_pages: int = 1000,
-        input_required_max_rounds: int = 10,
-        on_elicitation: Callable[[dict], dict] | None = None,
-        on_sampling: Callable[[dict], dict] | None = None,
-        on_roots: Roots | None = None,
-        on_notification: Callable[[str, dict], None] | None = None,
-        log_level: str | None = None,
-        extensions: Mapping[str, Any] | None = None,
-        cache: bool = True,
-        sampling_tools: bool = False,
-        host_tasks: bool = False,
-        restart: bool = True,
-        url_elicitation: bool = False,
-        validate_output: str | bool = "warn",
-        validate_input: bool = False,
-    ) -> Client:
-        """A client of an MCP server object in this process, for tests: no subprocess, no socket.
-
-        ``server`` is a Python SDK ``MCPServer`` (or its low-level ``Server``, or a
-        ``fastmcp`` server). It runs on a private event-loop thread over in-memory
-        streams, as it would on stdio: both eras (``mode`` as for any client),
-        handlers, progress and notifications work as they do over a pipe.
-        ``close()`` stops it. Needs the ``mcp`` package (``mcp-sync-client[inprocess]``).
-        The other options are the :class:`Client` options.
-
-        Example::
-
-            from mcp.server.mcpserver import MCPServer
-
-            server = MCPServer("calc")
-
-            @server.tool()
-            def add(a: int, b: int) -> int:
-                return a + b
-
-            with mcp_sync.Client.inprocess(server) as client:
-                assert client.call_tool("add", {"a": 1, "b": 2}).data == 3
-        """
-        from .transports.inprocess import InProcessTransport, lowlevel_server
-
-        lowlevel_server(server)  # a TypeError now for what is no server, not at the first call
-        label = name
-
-        def factory() -> Transport:
-            return InProcessTransport(server, name=label)
-
-        return cls(
-            factory, name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
-            timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,
-            input_required_max_rounds=input_required_max_rounds, on_elicitation=on_elicitation,
-            on_sampling=on_sampling, on_roots=on_roots, on_notification=on_notification, log_level=log_level,
-            extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
-            restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
-            validate_input=validate_input,
-        )
-
-    @classmethod
-    def http(
-        cls,
-        url: str,
-        headers: Mapping[str, str] | None = None,
-        auth: Any = None,
-        *,
-        session: Any = None,
-        verify: bool | str | None = None,
-        cert: str | tuple[str, str] | None = None,
-        proxies: Mapping[str, str] | None = None,
-        connect_timeout: float = 10.0,
-        max_retries: int = 3,
-        name: str | None = None,
-        client_info: Mapping[str, Any] | None = None,
-        mode: str = "auto",
-        protocol_version: str | None = None,
-        timeout: float | None = 60.0,
-        probe_timeout: float | None = 10.0,
-        max_message_bytes: int = 64 * 1024 * 1024,
-        max_pages: int = 1000,
-        input_required_max_rounds: int = 10,
-        on_elicitation: Callable[[dict], dict] | None = None,
-        on_sampling: Callable[[dict], dict] | None = None,
-        on_roots: Roots | None = None,
-        on_notification: Callable[[str, dict], None] | None = None,
-        on_connection_lost: Callable[[MCPError], None] | None = None,
-        on_reconnected: Callable[[Client], None] | None = None,
-        tracing: bool = True,
-        log_level: str | None = None,
-        extensions: Mapping[str, Any] | None = None,
-        cache: bool = True,
-        sampling_tools: bool = False,
-        host_tasks: bool = False,
-        restart: bool = True,
-        url_elicitation: bool = False,
-        validate_output: str | bool = "warn",
-        validate_input: bool = False,
-    ) -> Client:
-        """A client for a Streamable HTTP server (falls back to HTTP+SSE for old servers).
-
-        HTTP options: ``session`` (your ``requests.Session``, used as is),
-        ``verify`` (bool or CA bundle path), ``cert``, ``proxies``,
-        ``connect_timeout`` (seconds) and ``max_retries`` (only where nothing
-        reached the server). The other options are the :class:`Client` options.
-
-        Example::
-
-            client = mcp_sync.Client.http("http://127.0.0.1:8000/mcp", headers={"X-Team": "a"})
-        """
-        recipe = _recipe(locals())  # first: what to pickle this client as (#19.5)
-        from .transports.http import HttpTransport
-
-        transport_options = http_options(
-            HttpTransport, "Client.http", url, session=session, verify=verify, cert=cert, proxies=proxies,
-            connect_timeout=connect_timeout, max_retries=max_retries,
-        )
-        return _with_recipe("http", recipe, cls(
-            lambda: HttpTransport(url, headers=headers, auth=auth, max_message_bytes=max_message_bytes,
-                                  **transport_options),
-            name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
-            timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,
-            input_required_max_rounds=input_required_max_rounds, on_elicitation=on_elicitation,
-            on_sampling=on_sampling, on_roots=on_roots, on_notification=on_notification, log_level=log_level,
-            on_connection_lost=on_connection_lost, on_reconnected=on_reconnected, tracing=tracing,
-            extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
-            restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
-            validate_input=validate_input,
-        ))
-
-    @classmethod
-    def sse(
-        cls,
-        url: str,
-        headers: Mapping[str, str] | None = None,
-        auth: Any = None,
-        *,
-        session: Any = None,
-        verify: bool | str | None = None,
-        cert: str | tuple[str, str] | None = None,
-        proxies: Mapping[str, str] | None = None,
-        connect_timeout: float = 10.0,
-        max_retries: int = 3,
-        name: str | None = None,
-        client_info: Mapping[str, Any] | None = None,
-        mode: str = "legacy",
-        protocol_version: str | None = None,
-        timeout: float | None = 60.0,
-        probe_timeout: float | None = 10.0,
-        max_message_bytes: int = 64 * 1024 * 1024,
-        max_pages: int = 1000,
-        input_required_max_rounds: int = 10,
-        on_elicitation: Callable[[dict], dict] | None = None,
-        on_sampling: Callable[[dict], dict] | None = None,
-        on_roots: Roots | None = None,
-        on_notification: Callable[[str, dict], None] | None = None,
-        on_connection_lost: Callable[[MCPError], None] | None = None,
-        on_reconnected: Callable[[Client], None] | None = None,
-        tracing: bool = True,
-        log_level: str | None = None,
-        extensions: Mapping[str, Any] | None = None,
-        cache: bool = True,
-        sampling_tools: bool = False,
-        host_tasks: bool = False,
-        restart: bool = True,
-        url_elicitation: bool = False,
-        validate_output: str | bool = "warn",
-        validate_input: bool = False,
-    ) -> Client:
-        """A client for a deprecated HTTP+SSE (2024-11-05) server; always legacy.
-
-        Takes the HTTP options of :meth:`http` and the :class:`Client` options.
-
-        Example::
-
-            client = mcp_sync.Client.sse("http://127.0.0.1:3001/sse")
-        """
-        recipe = _recipe(locals())  # first: what to pickle this client as (#19.5)
-        from .transports.sse import SseTransport
-
-        transport_options = http_options(
-            SseTransport, "Client.sse", url, session=session, verify=verify, cert=cert, proxies=proxies,
-            connect_timeout=connect_timeout, max_retries=max_retries,
-        )
-        return _with_recipe("sse", recipe, cls(
-            lambda: SseTransport(url, headers=headers, auth=auth, max_message_bytes=max_message_bytes,
-                                 **transport_options),
-            name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
-            timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,
-            input_required_max_rounds=input_required_max_rounds, on_elicitation=on_elicitation,
-            on_sampling=on_sampling, on_roots=on_roots, on_notification=on_notification, log_level=log_level,
-            on_connection_lost=on_connection_lost, on_reconnected=on_reconnected, tracing=tracing,
-            extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
-            restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
-            validate_input=validate_input,
-        ))
+        #: the legacy HTTP sessions of its views' credentials (#19.1)
+        self._views = ViewSessions()
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -602,10 +304,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
         Example: ``client.close()`` (a ``with mcp_sync.Client.stdio(...) as client:`` block does it on exit)
         """
         self._session.connection.close()
-        with self._session.connection.lock:
-            own, self._own_sessions = list(self._own_sessions.values()), {}
-        for client in own:  # the legacy sessions of its views' credentials (#19.1)
-            client.close()
+        self._views.close(self._session.connection.lock)  # the legacy sessions of its views (#19.1)
 
     def bind(self, *, headers: Mapping[str, str] | None = None, auth: Any = None) -> BoundClient:
         """A view of this client that sends its own credentials (HTTP): :class:`BoundClient`.
@@ -639,29 +338,6 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
             parent, base = self._parent, self._binding
             return parent.bind(headers={**base[0], **header_map}, auth=auth if auth is not None else base[1])
         return BoundClient._of(self, header_map, auth)
-
-    def _own_session(self, headers: dict[str, str], auth: Any) -> Session:
-        """The session of a view's credentials on a legacy HTTP server: a client of its own, made
-        like this one (its recipe) with those credentials; closed with this client."""
-        key = credential_of(headers, auth)
-        with self._session.connection.lock:
-            if self._session.connection.state is ClientState.CLOSED:
-                raise ClientStateError("the client this view was bound from is closed")
-            client = self._own_sessions.pop(key, None)
-            if client is None:
-                if self._recipe is None:
-                    raise TypeError("bind: a client built on a transport object cannot open sessions for views")
-                constructor, recipe = self._recipe
-                merged = {**(recipe.get("headers") or {}), **headers}
-                client = getattr(Client, constructor)(**{
-                    **recipe, "headers": merged, "auth": auth if auth is not None else recipe.get("auth"),
-                })
-            self._own_sessions[key] = client  # most recently used last
-            doomed = list(self._own_sessions)[:-_MAX_OWN_SESSIONS]
-            closing = [self._own_sessions.pop(each) for each in doomed]
-        for each in closing:
-            each.close()
-        return client._session
 
     # -- what was negotiated ------------------------------------------------------------
 
@@ -1105,7 +781,7 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
             raise TypeError("cannot pickle a Client built on a transport object; use Client.stdio/http/sse")
         constructor, arguments = recipe
         pickle_recipe("Client", arguments)
-        return (_unpickle_client, (type(self), constructor, arguments))
+        return (unpickle_client, (type(self), constructor, arguments))
 
     # -- for tests and diagnostics: one line each over the session ------------------------------
 
@@ -1129,7 +805,6 @@ class Client(ListingMethods, TaskMethods, LLMFormatsMixin):
 
 # -- views with their own credentials (#19.1) ------------------------------------------------------
 
-_MAX_OWN_SESSIONS = 64
 
 
 def _no_lifecycle(name: str) -> Any:
@@ -1170,7 +845,7 @@ class BoundClient(Client):
         url = (client._recipe[1].get("url") if client._recipe else None) or client._session.connection.target
         own: Callable[[], Session] | None = None
         if headers or auth is not None:
-            own = functools.partial(client._own_session, headers, auth)
+            own = functools.partial(client._views.session_for, client, headers, auth)
 
         def request_headers() -> dict[str, str]:
             return {**auth_headers(auth, url), **headers} if auth is not None else headers
@@ -1179,7 +854,7 @@ class BoundClient(Client):
             client._session, headers=request_headers, credential=credential_of(headers, auth), own_session=own
         )
         view._parent, view._binding = client, (headers, auth)
-        view._recipe, view._own_sessions = None, {}
+        view._recipe, view._views = None, ViewSessions()
         return view
 
     close = _no_lifecycle("close")
@@ -1196,38 +871,6 @@ class BoundClient(Client):
 
 
 BoundClient.__module__ = "mcp_sync"
-
-
-# -- pickling (#19.5): a client pickles as what it connects to and how -------------------------
-
-
-def _recipe(arguments: dict[str, Any]) -> dict[str, Any]:
-    """A constructor's arguments (its ``locals()`` on entry), without ``cls``."""
-    return {key: value for key, value in arguments.items() if key != "cls"}
-
-
-def _with_recipe(constructor: str, recipe: dict[str, Any], client: Client) -> Client:
-    client._recipe = (constructor, recipe)
-    return client
-
-
-def _unpickle_client(cls: type[Client], constructor: str, recipe: dict[str, Any]) -> Client:
-    """A new, unconnected client made like the pickled one (it connects on first use)."""
-    return getattr(cls, constructor)(**recipe)  # type: ignore[no-any-return]
-
-
-def pickle_recipe(what: str, recipe: Mapping[str, Any]) -> None:
-    """Raise TypeError naming the first option of ``recipe`` that cannot be pickled."""
-    import pickle
-
-    for option, value in recipe.items():
-        try:
-            pickle.dumps(value)
-        except Exception as exc:  # PicklingError, TypeError, AttributeError (a lambda, a lock, a file)
-            raise TypeError(
-                f"cannot pickle {what}: its option {option}={value!r:.60} cannot be pickled ({exc}); "
-                f"pass one that can (a module-level function, not a lambda) or build the {what} in the worker"
-            ) from exc
 
 
 # -- argument checks (before anything is sent) ---------------------------------------------------

@@ -14,7 +14,8 @@ from typing import Any, Callable, Iterator, Mapping, Union
 
 import attrs
 
-from ._client import Client, ClientState, pickle_recipe
+from ._client import Client, ClientState
+from ._client_constructors import pickle_recipe
 from ._client_tasks import Task
 from ._config import load_config
 from ._connect import NOT_GIVEN, _client_for, given_options, is_whole_config

@@ -44,7 +44,10 @@ AUTH = {
     "mcp_sync.auth", "mcp_sync._oauth_flow", "mcp_sync._browser_auth", "mcp_sync._token_store", "mcp_sync._jwt",
     "mcp_sync._peer_guard",
 }
-FACADE = {"mcp_sync._client", "mcp_sync._client_lists", "mcp_sync._client_tasks", "mcp_sync._llm_formats"}
+FACADE = {
+    "mcp_sync._client", "mcp_sync._client_constructors", "mcp_sync._client_lists", "mcp_sync._client_tasks",
+    "mcp_sync._llm_formats",
+}
 INTEGRATIONS = {"mcp_sync._connect", "mcp_sync._config", "mcp_sync._group", "mcp_sync._cli", "mcp_sync.__main__",
                 "mcp_sync.llm"}
 #: Public modules an integration may use like an application does.
