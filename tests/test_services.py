@@ -784,3 +784,22 @@ def test_a_dropped_client_with_connection_events_still_closes_at_once(era: str) 
                 raise AssertionError(f"the server {new_pid} still runs: the client was not closed")
     finally:
         gc.enable()
+
+
+def test_tracing_costs_nothing_until_an_sdk_is_set_up() -> None:
+    """#19.6: with opentelemetry-api installed but no SDK configured (the API's proxy providers,
+    which record nothing) a request takes the plain path; once an SDK is set up, it is traced."""
+    import subprocess
+    import sys
+
+    script = (
+        "from opentelemetry import metrics, trace\n"
+        "from mcp_sync._protocol.tracing import _configured\n"
+        "assert not _configured(trace, metrics), 'the API alone counts as configured'\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "trace.set_tracer_provider(TracerProvider())\n"
+        "assert _configured(trace, metrics), 'an SDK tracer provider is not seen'\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

@@ -60,7 +60,7 @@ class Tracing:
                         "mcp.client.operation.duration", unit="s",
                         description="The duration of the MCP request as observed on the client",
                     )
-                    self._otel = (trace, propagate, tracer, histogram)
+                    self._otel = (trace, propagate, tracer, histogram, metrics)
                 except ImportError:
                     self._otel = None
                 self._loaded = True
@@ -80,7 +80,9 @@ class Tracing:
         otel = self._load()
         if otel is None:
             return send(options)
-        trace, propagate, tracer, histogram = otel
+        trace, propagate, tracer, histogram, metrics = otel
+        if not _configured(trace, metrics):  # the API alone records nothing: cost nothing either
+            return send(options)
         attributes = _attributes(method, params, protocol_version, target)
         name_key = _NAME_FIELDS.get(method)
         name = f"{method} {attributes[name_key]}" if name_key in attributes else method
@@ -126,6 +128,15 @@ class Tracing:
                 if error_type is not None:
                     measured["error.type"] = error_type
                 histogram.record(time.monotonic() - started, measured)
+
+
+def _configured(trace: Any, metrics: Any) -> bool:
+    """Whether an OpenTelemetry SDK is set up. Until one is, the API hands out proxy providers that
+    record nothing (their spans are not recording, their instruments drop values); checked per
+    request, so an SDK set up after the first request is used from then on."""
+    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        return True
+    return type(metrics.get_meter_provider()).__name__ != "_ProxyMeterProvider"  # the API's own proxy class
 
 
 def _attributes(method: str, params: dict[str, Any] | None, protocol_version: str | None, target: str
