@@ -34,62 +34,17 @@ pytestmark = pytest.mark.timeout(120)
 # Seconds a conversion may take on a loaded 2-core machine; the bounded ones take well under 1 s.
 BOUND = 10.0
 
-# A stdio MCP server (legacy era) whose tools come from a JSON file: [{"name", "inputSchema",
-# "refuse_nulls"?}]. A call answers its tool's name and arguments as text; a tool with
+# The stdio server whose tools come from a JSON file (tests/servers/file_tools_server.py): a tool with
 # "refuse_nulls" answers -32602 for any null in its arguments, as server-filesystem does.
-SERVER = r'''
-import json, sys
-TOOLS = json.load(open(sys.argv[1]))
-def has_null(value):
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if item is None:
-            return True
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
-for line in sys.stdin:
-    try:
-        msg = json.loads(line)
-    except ValueError:
-        continue
-    if not isinstance(msg, dict) or "id" not in msg or "method" not in msg:
-        continue
-    method, params = msg["method"], msg.get("params") or {}
-    reply = {"jsonrpc": "2.0", "id": msg["id"]}
-    if method == "initialize":
-        reply["result"] = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                           "serverInfo": {"name": "llm-hardening", "version": "1"}}
-    elif method == "ping":
-        reply["result"] = {}
-    elif method == "tools/list":
-        reply["result"] = {"tools": [{k: v for k, v in t.items() if k != "refuse_nulls"} for t in TOOLS]}
-    elif method == "tools/call":
-        tool = next(t for t in TOOLS if t["name"] == params.get("name"))
-        args = params.get("arguments") or {}
-        if tool.get("refuse_nulls") and has_null(args):
-            reply["error"] = {"code": -32602, "message": "Invalid arguments: expected a value, received null"}
-        else:
-            text = json.dumps({"tool": tool["name"], "args": args}, sort_keys=True)
-            reply["result"] = {"content": [{"type": "text", "text": text}]}
-    else:
-        reply["error"] = {"code": -32601, "message": "no such method"}
-    sys.stdout.write(json.dumps(reply) + "\n")
-    sys.stdout.flush()
-'''
+FILE_TOOLS_SERVER = str(Path(__file__).resolve().parent / "servers" / "file_tools_server.py")
 
 OBJECT = {"type": "object"}
 
 
 def _server(tmp_path: Path, tools: list[dict[str, Any]], name: str = "tools") -> list[str]:
-    script = tmp_path / "server.py"
-    script.write_text(SERVER)
     spec = tmp_path / f"{name}.json"
     spec.write_text(json.dumps(tools))
-    return [str(script), str(spec)]
+    return [FILE_TOOLS_SERVER, str(spec)]
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:

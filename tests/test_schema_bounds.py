@@ -31,35 +31,9 @@ EVIL_TEXT = "a" * 40 + "!"
 # A bound for one check on a loaded 2-core machine: the check's own limit plus a wide margin.
 BOUND = CHECK_SECONDS + 8.0
 
-# A minimal stdio MCP server (legacy era) whose tools come from a JSON file:
+# The stdio server whose tools come from a JSON file (tests/servers/file_tools_server.py):
 # [{"name", "inputSchema", "outputSchema", "result"}]; a call answers "result" as structuredContent.
-SERVER = r'''
-import json, sys
-TOOLS = json.load(open(sys.argv[1]))
-for line in sys.stdin:
-    try:
-        msg = json.loads(line)
-    except ValueError:
-        continue
-    if not isinstance(msg, dict) or "id" not in msg or "method" not in msg:
-        continue
-    method, params = msg["method"], msg.get("params") or {}
-    reply = {"jsonrpc": "2.0", "id": msg["id"]}
-    if method == "initialize":
-        reply["result"] = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                           "serverInfo": {"name": "bounds", "version": "1"}}
-    elif method == "ping":
-        reply["result"] = {}
-    elif method == "tools/list":
-        reply["result"] = {"tools": [{k: v for k, v in t.items() if k != "result"} for t in TOOLS]}
-    elif method == "tools/call":
-        tool = next(t for t in TOOLS if t["name"] == params.get("name"))
-        reply["result"] = {"content": [{"type": "text", "text": "ok"}], "structuredContent": tool["result"]}
-    else:
-        reply["error"] = {"code": -32601, "message": "no such method"}
-    sys.stdout.write(json.dumps(reply) + "\n")
-    sys.stdout.flush()
-'''
+FILE_TOOLS_SERVER = Path(__file__).resolve().parent / "servers" / "file_tools_server.py"
 
 # The child: one client, every tool called once (validate=True: the inputSchema is checked
 # against the same hostile value), elapsed seconds printed per tool.
@@ -111,8 +85,7 @@ HOSTILE_TOOLS = [
 def test_hostile_schemas_through_real_calls(tmp_path: Path) -> None:
     """Each hostile call returns well within its 5 s timeout, with both checks (input on request,
     output by default) on the hostile value, and the value comes back as the server sent it."""
-    server = tmp_path / "server.py"
-    server.write_text(SERVER)
+    server = FILE_TOOLS_SERVER
     spec = tmp_path / "tools.json"
     spec.write_text(json.dumps([
         {"name": t["name"], "inputSchema": t["schema"], "outputSchema": t["schema"], "result": t["result"]}
