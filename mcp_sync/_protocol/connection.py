@@ -155,6 +155,8 @@ class Connection:
         self.negotiated: Negotiated | None = None
         self.entered = 0  # nesting depth of `with client:` blocks; the outermost exit closes
         self.res = self._new_resources()
+        self._finalizer: weakref.finalize | None = None  # see finalizer_for: set by the client
+        self._owner: weakref.ref[object] | None = None
         _ALL.add(self)
 
     # -- what is live --------------------------------------------------------------------
@@ -386,8 +388,8 @@ class Connection:
         old = self.res
         _LEFT_TO_PARENT.append(old)
         old.subscriptions.forget_after_fork()
-        owner = self._owner() if hasattr(self, "_owner") else None
-        if hasattr(self, "_finalizer"):
+        owner = self._owner() if self._owner is not None else None
+        if self._finalizer is not None:
             self._finalizer.detach()
         self.res = self._new_resources()
         if owner is not None:
