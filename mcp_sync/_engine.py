@@ -293,8 +293,9 @@ class Engine:
         checked again here.
         """
         # (K1, K3, T3, U3, 9.1, 9.19, 8.7)
-        if checked:  # resolved and checked once, at the top (CallOptions)
+        if checked:  # resolved and checked once, at the top (CallOptions); params are the caller's own copy
             limit, total_limit = timeout, max_total_timeout
+            params = {} if params is None else params  # the session's own fresh dict: no copy
         else:
             limit = _seconds(timeout, "timeout")
             total_limit = _seconds(max_total_timeout, "max_total_timeout")
@@ -304,11 +305,13 @@ class Engine:
                 reason=cancel.reason,
                 method=method,
             )
-        self._check_open(method)
-        params = dict(params) if params else {}
-        bad = None if checked else non_finite_path(params)
-        if bad is not None:  # (9.4) never write invalid JSON; say where the value is
-            raise ValueError(f"{method}: {bad} is not a finite number, which JSON cannot represent")
+        if self._closed_error is not None or not self._started:
+            self._check_open(method)
+        if not checked:
+            params = dict(params) if params else {}
+            bad = non_finite_path(params)
+            if bad is not None:  # (9.4) never write invalid JSON; say where the value is
+                raise ValueError(f"{method}: {bad} is not a finite number, which JSON cannot represent")
         request_id = next(self._ids)
         if on_request_id is not None:  # the caller's errors name the request (ToolError, ResourceNotFound)
             on_request_id(request_id)
@@ -318,6 +321,7 @@ class Engine:
         wants_progress = progress is not None or reset_timeout_on_progress
         token = f"mcp_sync-{request_id}" if wants_progress else ""
         if wants_progress:
+            params = dict(params or {})  # never the caller's dict: the token is this request's
             meta = params.get("_meta")
             params["_meta"] = {**(meta if isinstance(meta, dict) else {}), "progressToken": token}
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
@@ -351,7 +355,7 @@ class Engine:
                 raise self._closed_copy(method, request_id)
             sending = True
             sent_at = time.monotonic()  # the deadline covers the write too (8.1)
-            write_limit = min((x for x in (limit, total_limit) if x is not None), default=None)
+            write_limit = limit if total_limit is None or (limit is not None and limit < total_limit) else total_limit
             if inline is not None:
                 inline(message, headers=headers, deadline=None if limit is None else sent_at + limit)
             elif write_limit is not None and self._send_takes_timeout:
@@ -385,7 +389,8 @@ class Engine:
                 self._pending.pop(request_id, None)
                 if wants_progress:
                     self._progress.pop(token, None)
-                self._streams.pop(request_id, None)
+                if on_stream is not None:
+                    self._streams.pop(request_id, None)
             if pending.coalesced:
                 log.debug("mcp_sync: %s: %s: the progress callback fell %d behind; %d values coalesced",
                           self.name, method, MAX_QUEUED_PROGRESS, pending.coalesced)
@@ -627,7 +632,9 @@ class Engine:
             self.dispatcher.submit(self.on_closed, error)
 
     def _response(self, message: dict[str, Any]) -> None:
-        request_id = normalize_id(message["id"])  # (8.8) 7.0 answers request 7
+        request_id = message["id"]
+        if type(request_id) is not int:
+            request_id = normalize_id(request_id)  # (8.8) 7.0 answers request 7
         with self._lock:
             pending = self._pending.get(request_id) if type(request_id) is int else None
         if pending is None:

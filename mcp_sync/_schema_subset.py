@@ -128,9 +128,25 @@ def _compile(schema: Any, depth: int) -> Check:
         checks.append(_when_dict(object_checks))
     if not checks:
         return _always
+    return _all_of(checks)
+
+
+def _all_of(checks: list[Check]) -> Check:
+    """One check passing when every one of ``checks`` passes. Plain loops, no generator per
+    value: this runs on every call result of a tool with an outputSchema."""
     if len(checks) == 1:
         return checks[0]
-    return lambda value: all(check(value) for check in checks)
+    if len(checks) == 2:
+        first, second = checks
+        return lambda value: first(value) and second(value)
+
+    def every(value: Any) -> bool:
+        for check in checks:
+            if not check(value):
+                return False
+        return True
+
+    return every
 
 
 def _always(value: Any) -> bool:
@@ -142,10 +158,8 @@ def _never(value: Any) -> bool:
 
 
 def _when_dict(checks: list[Check]) -> Check:
-    if len(checks) == 1:
-        only = checks[0]
-        return lambda value: not isinstance(value, dict) or only(value)
-    return lambda value: not isinstance(value, dict) or all(check(value) for check in checks)
+    check = _all_of(checks)
+    return lambda value: not isinstance(value, dict) or check(value)
 
 
 def _type(value: Any, schema: Mapping[str, Any], depth: int) -> tuple[str, Check | None]:
@@ -180,8 +194,8 @@ def _required(value: Any, schema: Mapping[str, Any], depth: int) -> tuple[str, C
         raise _Unsupported
     if not value:
         return "object", None
-    keys = tuple(value)
-    return "object", lambda item: all(key in item for key in keys)
+    keys = frozenset(value)
+    return "object", lambda item: item.keys() >= keys
 
 
 def _additional(value: Any, schema: Mapping[str, Any], depth: int) -> tuple[str, Check | None]:

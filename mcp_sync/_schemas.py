@@ -112,11 +112,17 @@ class _ValidatorCache:
         self.compiled = 0  # how many schemas were compiled (for tests and curiosity)
 
     def get(self, schema: Mapping[str, Any]) -> CompiledSchema:
-        with self._lock:
-            hit = self._by_identity.get(id(schema))
-            if hit is not None and hit[0] is schema:
-                self._by_identity.move_to_end(id(schema))
-                return hit[1]
+        # A hit takes no lock (every call of a tool checks its result: this is the hot path):
+        # get and move_to_end are single, atomic dict operations; an entry evicted in between
+        # only costs the LRU order of that one entry.
+        ident = id(schema)
+        hit = self._by_identity.get(ident)
+        if hit is not None and hit[0] is schema:
+            try:
+                self._by_identity.move_to_end(ident)
+            except KeyError:
+                pass
+            return hit[1]
         key = json.dumps(schema, sort_keys=True, default=repr)
         with self._lock:
             compiled = self._by_content.get(key)
@@ -350,11 +356,15 @@ def mismatches(
 
         mismatches({"type": "object", "required": ["a"]}, {}, "x")  # [('$', "'a' is a required property")]
     """
-    limit = CHECK_SECONDS if seconds is None else max(0.0, min(seconds, CHECK_SECONDS))
     try:
         compiled = VALIDATORS.get(schema)
         if compiled.quick is not None and compiled.quick(instance):
             return []  # the common case: a plain schema and a matching value, no jsonschema
+    except Exception as exc:  # the schema, not the data, is broken: do not block the call over it
+        log.debug("mcp_sync: %s not checked: its schema cannot be used (%s: %s)", what, type(exc).__name__, exc)
+        return None
+    limit = CHECK_SECONDS if seconds is None else max(0.0, min(seconds, CHECK_SECONDS))
+    try:
         validator = compiled.validator()
         _BUDGET.steps, _BUDGET.deadline = CHECK_STEPS, time.monotonic() + limit
         errors = list(itertools.islice(validator.iter_errors(instance), _MAX_ERRORS))
@@ -401,6 +411,9 @@ class ToolSchemas:
 
     def _known(self, name: str) -> tuple[Tool | None, bool]:
         """The remembered tool, and whether looking further is pointless."""
+        tool = self._tools.get(name)  # the common case, without the lock: one atomic dict read
+        if tool is not None:
+            return tool, True
         with self._lock:
             tool = self._tools.get(name)
             return tool, tool is not None or name in self._listed_for

@@ -208,12 +208,23 @@ def test_a_handler_answer_with_nan_becomes_an_error_answer() -> None:
     engine.close()
 
 
-def test_the_stdio_encoder_never_writes_nan() -> None:
-    """#9.4 backstop: the wire encoder itself refuses non-finite numbers."""
-    from mcp_sync.transports import stdio
+def test_the_wire_encoder_never_writes_nan_or_a_value_that_contains_itself() -> None:
+    """#9.4 backstop: the one wire encoder every transport uses refuses non-finite numbers and
+    circular values (ValueError), and a value JSON has no form for (TypeError)."""
+    from mcp_sync.transports.base import encode_message
 
-    with pytest.raises(ValueError):
-        stdio._ENCODER.encode({"x": float("nan")})
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        with pytest.raises(ValueError):
+            encode_message({"x": bad})
+    circular: dict[str, Any] = {}
+    circular["self"] = circular
+    with pytest.raises(ValueError, match="Circular"):
+        encode_message({"x": circular})
+    with pytest.raises(TypeError, match="set"):
+        encode_message({"x": {1, 2}})
+    encoded = encode_message({"text": "é\ud800", "n": [1, 2.5, None, True]})
+    assert encoded == b'{"text":"\xc3\xa9\\ud800","n":[1,2.5,null,true]}'  # UTF-8; a lone surrogate escaped
+
 
 
 # -- #9.19: progress extends the deadline ---------------------------------------------------------

@@ -792,14 +792,25 @@ def test_tracing_costs_nothing_until_an_sdk_is_set_up() -> None:
     import subprocess
     import sys
 
+    # the per-request check (_configured_check: reads the API's provider variables) must agree
+    # with the public getters (_configured), before and after each kind of SDK provider is set
     script = (
         "from opentelemetry import metrics, trace\n"
-        "from mcp_sync._protocol.tracing import _configured\n"
+        "from mcp_sync._protocol.tracing import _configured, _configured_check\n"
+        "quick = _configured_check(trace, metrics)\n"
         "assert not _configured(trace, metrics), 'the API alone counts as configured'\n"
-        "from opentelemetry.sdk.trace import TracerProvider\n"
-        "trace.set_tracer_provider(TracerProvider())\n"
-        "assert _configured(trace, metrics), 'an SDK tracer provider is not seen'\n"
+        "assert not quick(), 'the quick check counts the API alone as configured'\n"
+        "if KIND == 'trace':\n"
+        "    from opentelemetry.sdk.trace import TracerProvider\n"
+        "    trace.set_tracer_provider(TracerProvider())\n"
+        "else:\n"
+        "    from opentelemetry.sdk.metrics import MeterProvider\n"
+        "    metrics.set_meter_provider(MeterProvider())\n"
+        "assert _configured(trace, metrics), 'an SDK provider is not seen'\n"
+        "assert quick(), 'the quick check does not see an SDK provider set after it was made'\n"
         "print('ok')\n"
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    for kind in ("trace", "metrics"):
+        out = subprocess.run([sys.executable, "-c", f"KIND = {kind!r}\n" + script], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 0 and out.stdout.strip() == "ok", (kind, out.stderr)

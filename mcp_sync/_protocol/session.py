@@ -217,7 +217,7 @@ class Session:
         """The one request path: connect within the deadline, envelope, engine, resultType check
         (inside a client span when tracing, #19.6)."""
         tracing = self.tracing
-        if tracing is None:
+        if tracing is None or not tracing.active():  # no SDK set up: no span, no cost
             return self._send(method, params, options)
         negotiated = self.connection.negotiated
         return tracing.request(

@@ -60,11 +60,17 @@ class Tracing:
                         "mcp.client.operation.duration", unit="s",
                         description="The duration of the MCP request as observed on the client",
                     )
-                    self._otel = (trace, propagate, tracer, histogram, metrics)
+                    self._otel = (trace, propagate, tracer, histogram, _configured_check(trace, metrics))
                 except ImportError:
                     self._otel = None
                 self._loaded = True
         return self._otel
+
+    def active(self) -> bool:
+        """Whether requests go through :meth:`request`: OpenTelemetry is installed and an SDK is
+        set up. Checked on every request, so it is cheap; an SDK set up later is seen at once."""
+        otel = self._otel if self._loaded else self._load()
+        return otel is not None and otel[4]()
 
     def request(
         self,
@@ -80,8 +86,8 @@ class Tracing:
         otel = self._load()
         if otel is None:
             return send(options)
-        trace, propagate, tracer, histogram, metrics = otel
-        if not _configured(trace, metrics):  # the API alone records nothing: cost nothing either
+        trace, propagate, tracer, histogram, configured = otel
+        if not configured():  # the API alone records nothing: cost nothing either
             return send(options)
         attributes = _attributes(method, params, protocol_version, target)
         name_key = _NAME_FIELDS.get(method)
@@ -128,6 +134,26 @@ class Tracing:
                 if error_type is not None:
                     measured["error.type"] = error_type
                 histogram.record(time.monotonic() - started, measured)
+
+
+def _configured_check(trace: Any, metrics: Any) -> Callable[[], bool]:
+    """A cheap "is an SDK set up?" for every request. The API keeps its global providers in module
+    variables that stay None until one is set; its public getters also look the environment up on
+    every call (about 10 µs a request). So the variables are read directly, unless a provider is
+    named in the environment (the getters load it) or this API version keeps them elsewhere: then
+    the public getters are asked each time."""
+    import os
+    import sys
+
+    internal = sys.modules.get("opentelemetry.metrics._internal")
+    if (
+        internal is not None
+        and "_TRACER_PROVIDER" in vars(trace)
+        and "_METER_PROVIDER" in vars(internal)
+        and not {"OTEL_PYTHON_TRACER_PROVIDER", "OTEL_PYTHON_METER_PROVIDER"} & os.environ.keys()
+    ):
+        return lambda: trace._TRACER_PROVIDER is not None or internal._METER_PROVIDER is not None
+    return lambda: _configured(trace, metrics)
 
 
 def _configured(trace: Any, metrics: Any) -> bool:

@@ -26,7 +26,7 @@ from ._http_common import (
     session_id_of,
 )
 from ._sse_stream import BadBody
-from .base import MessageSink
+from .base import MessageSink, encode_message
 
 log = logging.getLogger("mcp_sync.http")
 
@@ -54,10 +54,6 @@ def session_refused(status: int, body: tuple[Any, Any] | None) -> bool:
     error = jsonrpc_error(body[0])
     message = error.get("message") if error is not None else None
     return isinstance(message, str) and _SESSION_GONE.search(message[:500]) is not None
-
-
-def dumps(message: Any) -> bytes:
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
 class LegacySession(HttpBase):
@@ -138,7 +134,7 @@ class LegacySession(HttpBase):
     def _replay_initialize(self, init: dict[str, Any]) -> None:
         with self._oneway_slot() as slot:
             response = self.exchange(
-                "POST", self.url, slot, headers=self._post_headers(init, None, None, None), body=dumps(init)
+                "POST", self.url, slot, headers=self._post_headers(init, None, None, None), body=encode_message(init)
             )
             try:
                 if not 200 <= response.status_code < 300:

@@ -51,9 +51,9 @@ from ._http_common import (
     origin,
     session_id_of,
 )
-from ._http_legacy import DEFAULT_RETRY_S, LegacySession, dumps, session_refused
+from ._http_legacy import DEFAULT_RETRY_S, LegacySession, session_refused
 from ._sse_stream import BadBody
-from .base import MessageSink
+from .base import MessageSink, encode_message
 from .sse import SseTransport
 
 if TYPE_CHECKING:
@@ -408,7 +408,7 @@ class HttpTransport(LegacySession):
             self.url,
             slot,
             headers=self._post_headers(message, extra, version, session_id),
-            body=dumps(message),
+            body=encode_message(message),
             safe_to_resend=method in SAFE_TO_RESEND,
         )
         try:
@@ -575,7 +575,7 @@ class HttpTransport(LegacySession):
                 self.url,
                 slot,
                 headers=self._post_headers(message, extra, version, session_id),
-                body=dumps(message),
+                body=encode_message(message),
                 timeout=ONEWAY_TIMEOUT,
             )
             try:

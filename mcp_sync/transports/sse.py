@@ -33,7 +33,7 @@ from ._http_common import (
     same_origin,
 )
 from ._sse_stream import BadBody
-from .base import MessageSink
+from .base import MessageSink, encode_message
 
 if TYPE_CHECKING:
     import requests
@@ -118,7 +118,7 @@ class SseTransport(HttpBase):
         endpoint = self.endpoint
         if endpoint is None or self._closing:
             raise ConnectionClosed("the HTTP+SSE transport is not connected")
-        body = json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+        body = encode_message(message)
         post_headers = {"Content-Type": "application/json", **(headers or {})}
         if "method" in message and "id" in message:
             request_id = message["id"]

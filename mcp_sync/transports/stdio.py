@@ -32,7 +32,7 @@ from .._terminal import escape
 from .._threads import join_quietly, spawn
 from ..exceptions import ConnectionClosed, ProtocolError, RequestTimeout
 from ._pipes import CAN_POLL, describe_exit, make_nonblocking, read_lines, top_level_id, unread_bytes, write_until
-from .base import BaseTransport, MessageSink, command_target
+from .base import BaseTransport, MessageSink, command_target, encode_message
 
 log = logging.getLogger("mcp_sync.stdio")
 
@@ -89,7 +89,11 @@ _STDERR_LINE_BYTES = 4096  # a longer stderr line is cut: a server without newli
 _DIAGNOSTIC_LINES = 5  # how many non-JSON-RPC stdout lines, and stderr lines, an error quotes
 _DIAGNOSTIC_CHARS = 200
 _ID_SCAN_BYTES = 1 << 20  # how much of an oversized line is searched for its top-level id
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)  # built once; never NaN
+# The C scanner behind json.loads, called directly: a line is decoded once as UTF-8 and parsed
+# without json.loads' per-call detours (encoding detection, two whitespace regex matches). A
+# line it does not take whole (surrounding whitespace, a BOM, bad UTF-8) goes the way of
+# json.loads, so both accept exactly the same lines.
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _ENV_HINT = (
     "it sees only an allow-listed environment: give it the variables it needs "
     '(env={...} or inherit_env=True in Python, "env" in a config entry)'
@@ -246,18 +250,20 @@ class StdioTransport(BaseTransport):
         process = self._process
         if process is None or process.stdin is None:
             raise ConnectionClosed("the stdio transport is not started")
-        # backslashreplace: a lone surrogate becomes the JSON escape \udXXX, never invalid UTF-8
-        data = (_ENCODER.encode(message) + "\n").encode("utf-8", "backslashreplace")
+        data = encode_message(message) + b"\n"
         limit = self.write_timeout if timeout is None else max(timeout, 0.0)
-        deadline = time.monotonic() + limit
+        why: str | None
         try:
-            if not self._write_lock.acquire(timeout=limit):
-                why: str | None = "another message is still being written"
-            else:
+            lock = self._write_lock
+            waited_from = None if lock.acquire(blocking=False) else time.monotonic()
+            if waited_from is not None and not lock.acquire(timeout=limit):
+                why = "another message is still being written"
+            else:  # the wait for the lock counts against the limit
                 try:
-                    why = self._write(process.stdin.fileno(), data, deadline)
+                    left = limit if waited_from is None else limit - (time.monotonic() - waited_from)
+                    why = self._write(process.stdin.fileno(), data, left)
                 finally:
-                    self._write_lock.release()
+                    lock.release()
         except (OSError, ValueError) as exc:  # BrokenPipe, or closed file
             raise self._closed_error("could not write to the server") from exc
         if why is not None:  # made outside the lock: _closed_error waits a little for the process
@@ -271,11 +277,21 @@ class StdioTransport(BaseTransport):
                 request_id=message.get("id") if "method" in message else None,
             )
 
-    def _write(self, fd: int, data: bytes, deadline: float) -> str | None:
-        """Under the write lock: finish an earlier message's line, then write this one.
-        Returns why the write did not finish, or None when it did."""
+    def _write(self, fd: int, data: bytes, limit: float) -> str | None:
+        """Under the write lock: finish an earlier message's line, then write this one, within
+        ``limit`` seconds. Returns why the write did not finish, or None when it did."""
         if self._closing:
             return "the transport is closing"
+        started = False
+        if not self._unsent:  # the common case: the pipe takes the whole line at once
+            try:
+                done = os.write(fd, data)
+            except BlockingIOError:
+                done = 0
+            if done == len(data):
+                return None
+            started, data = done > 0, data[done:]
+        deadline = time.monotonic() + limit
         if self._unsent:
             done = write_until(fd, memoryview(self._unsent), deadline, lambda: self._closing)
             self._unsent = self._unsent[done:]
@@ -283,7 +299,7 @@ class StdioTransport(BaseTransport):
                 return "an earlier message is still being written"
         done = write_until(fd, memoryview(data), deadline, lambda: self._closing)
         if done < len(data):
-            if done:  # the line is started: the next write finishes it, keeping the stream framed
+            if done or started:  # the line is started: the next write finishes it, keeping the stream framed
                 self._unsent = data[done:]
             return "the server is not reading its stdin"
         return None
@@ -432,12 +448,18 @@ class StdioTransport(BaseTransport):
         self._report_closed()
 
     def _line(self, line: bytes) -> None:
-        if not line.strip():
-            return
         try:
-            message = json.loads(line)
-        except (ValueError, RecursionError):  # not JSON, bad UTF-8, or nested past the recursion limit
-            message = None
+            text = line.decode("utf-8")
+            message, end = _SCAN(text, 0)
+            if end != len(text):
+                raise ValueError("more than one value")
+        except (ValueError, StopIteration, RecursionError):  # the slow way says what it is
+            if not line.strip():
+                return
+            try:
+                message = json.loads(line)
+            except (ValueError, RecursionError):  # not JSON, bad UTF-8, or nested past the recursion limit
+                message = None
         if not (isinstance(message, list) or (isinstance(message, dict) and message.get("jsonrpc") == "2.0")):
             self._noise(line)
             return
