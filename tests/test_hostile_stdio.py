@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mcp_sync
-from mcp_sync.transports._pipes import make_nonblocking, read_lines, top_level_id
+from mcp_sync.transports._pipes import BLANK, make_nonblocking, parse_line, read_lines, top_level_id
 from mcp_sync.transports.stdio import StdioTransport, default_environment
 
 from conftest import PY, SERVERS
@@ -532,3 +532,34 @@ def test_line_splitting_property(lines: list[bytes], cuts: list[int], final_newl
         writer.join(5)
         for fd in (read_fd, wake_read, wake_write):
             os.close(fd)
+
+
+def _reference(line: bytes) -> Any:
+    """What the stdio reader took a line to be before parse_line: json.loads, blank lines skipped."""
+    if not line.strip():
+        return BLANK
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=JSON_VALUES, before=st.sampled_from([b"", b" ", b"\t", b"\xef\xbb\xbf", b"\r", b"x"]),
+       after=st.sampled_from([b"", b" ", b"\r", b"\t\r", b"}", b"1", b"\xff", b" x"]),
+       ensure_ascii=st.booleans())
+def test_parse_line_accepts_exactly_what_json_loads_accepts(
+    value: Any, before: bytes, after: bytes, ensure_ascii: bool
+) -> None:
+    """#16: the reader's quick parse (one UTF-8 decode, json's C scanner) gives the same value as
+    json.loads for any JSON text with any surroundings (whitespace, CR, a byte-order mark,
+    trailing garbage, bad UTF-8), and None exactly where json.loads refuses."""
+    line = before + json.dumps(value, ensure_ascii=ensure_ascii).encode("utf-8") + after
+    assert parse_line(line) == _reference(line)
+
+
+@settings(max_examples=300, deadline=None)
+@given(line=LINES)
+def test_parse_line_agrees_with_json_loads_on_hostile_lines(line: bytes) -> None:
+    """#16: on random bytes, envelopes and deep nesting, parse_line and json.loads agree."""
+    assert parse_line(line) == _reference(line)

@@ -17,7 +17,6 @@ the readers even if some process it started still holds the pipes.
 from __future__ import annotations
 
 import collections
-import json
 import logging
 import os
 import signal
@@ -31,7 +30,17 @@ from .._names import name_from_command
 from .._terminal import escape
 from .._threads import join_quietly, spawn
 from ..exceptions import ConnectionClosed, ProtocolError, RequestTimeout
-from ._pipes import CAN_POLL, describe_exit, make_nonblocking, read_lines, top_level_id, unread_bytes, write_until
+from ._pipes import (
+    BLANK,
+    CAN_POLL,
+    describe_exit,
+    make_nonblocking,
+    parse_line,
+    read_lines,
+    top_level_id,
+    unread_bytes,
+    write_until,
+)
 from .base import BaseTransport, MessageSink, command_target, encode_message
 
 log = logging.getLogger("mcp_sync.stdio")
@@ -89,11 +98,6 @@ _STDERR_LINE_BYTES = 4096  # a longer stderr line is cut: a server without newli
 _DIAGNOSTIC_LINES = 5  # how many non-JSON-RPC stdout lines, and stderr lines, an error quotes
 _DIAGNOSTIC_CHARS = 200
 _ID_SCAN_BYTES = 1 << 20  # how much of an oversized line is searched for its top-level id
-# The C scanner behind json.loads, called directly: a line is decoded once as UTF-8 and parsed
-# without json.loads' per-call detours (encoding detection, two whitespace regex matches). A
-# line it does not take whole (surrounding whitespace, a BOM, bad UTF-8) goes the way of
-# json.loads, so both accept exactly the same lines.
-_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _ENV_HINT = (
     "it sees only an allow-listed environment: give it the variables it needs "
     '(env={...} or inherit_env=True in Python, "env" in a config entry)'
@@ -448,18 +452,9 @@ class StdioTransport(BaseTransport):
         self._report_closed()
 
     def _line(self, line: bytes) -> None:
-        try:
-            text = line.decode("utf-8")
-            message, end = _SCAN(text, 0)
-            if end != len(text):
-                raise ValueError("more than one value")
-        except (ValueError, StopIteration, RecursionError):  # the slow way says what it is
-            if not line.strip():
-                return
-            try:
-                message = json.loads(line)
-            except (ValueError, RecursionError):  # not JSON, bad UTF-8, or nested past the recursion limit
-                message = None
+        message = parse_line(line)
+        if message is BLANK:
+            return
         if not (isinstance(message, list) or (isinstance(message, dict) and message.get("jsonrpc") == "2.0")):
             self._noise(line)
             return
