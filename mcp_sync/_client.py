@@ -40,7 +40,7 @@ from ._protocol.tasks import Task
 from ._schemas import ToolSchemas
 from ._sentinels import USE_CLIENT_DEFAULT, _Default
 from ._typed import ResultT, build_result
-from ._values import Timeout, check_json, check_timeout, check_tool_call
+from ._values import Timeout, check_json, check_timeout, check_tool_call, copy_json
 from .cancellation import CancellationToken
 from .exceptions import (
     INVALID_PARAMS,
@@ -376,7 +376,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
 
         Example: ``client.meta()["io.modelcontextprotocol/protocolVersion"]`` (e.g. ``"2026-07-28"``)
         """
-        return self._session.lifecycle.meta(self._session.connected().protocol_version)
+        return copy_json(self._session.lifecycle.meta(self._session.connected().protocol_version))  # the caller's own
 
     # -- the client's options ---------------------------------------------------------------
 

@@ -125,7 +125,7 @@ class Outcome:
         return self._done
 
     def settle(self, value: Any = None, error: BaseException | None = None) -> bool:
-        if not self._claim.acquire(blocking=False):
+        if not self._claim.acquire(False):  # positional: no keyword parsing on the hot path
             return False
         self._value, self._error = value, error
         self._done = True
@@ -136,7 +136,7 @@ class Outcome:
         """Block until settled or ``timeout`` seconds pass; True when settled."""
         if self._done:
             return True
-        passed = self._gate.acquire() if timeout is None else self._gate.acquire(timeout=max(timeout, 0.0))
+        passed = self._gate.acquire() if timeout is None else self._gate.acquire(True, max(timeout, 0.0))
         if passed:
             self._gate.release()  # open for any other waiter
         return passed or self._done

@@ -145,7 +145,7 @@ def check_tool_call(label: str, name: Any, arguments: Any) -> dict[str, Any]:
         check_json(name, f"{label}: the tool name")
     if arguments is None:
         return {}
-    if not isinstance(arguments, Mapping):
+    if type(arguments) is not dict and not isinstance(arguments, Mapping):  # a dict skips the ABC check
         raise TypeError(
             f"{label}({name!r}): arguments must be a dict of argument names to values, "
             f"not {type(arguments).__name__}"

@@ -309,6 +309,7 @@ def test_a_handler_failure_is_attributed_to_the_call_still_in_flight() -> None:
     handlers = Handlers(on_sampling=lambda params: {})
     failure = mcp_sync.HandlerError("on_sampling raised", handler="on_sampling", method="sampling/createMessage")
     call_a, call_b = handlers.attributing_failures(), handlers.attributing_failures()
+    assert call_a is not None and call_b is not None  # a handler is registered
     call_b.__enter__()
     call_a.__enter__()
     call_a.__exit__(None, None, None)  # A (the later one) answered; B is now the only call in flight

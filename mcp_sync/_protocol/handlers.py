@@ -8,7 +8,6 @@ registering a handler is what declares its capability.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from typing import Any, Callable, Mapping, Sequence
 
@@ -251,13 +250,12 @@ class Handlers:
             if len(self._calls) == 1:
                 self._calls[0].append(error)
 
-    def attributing_failures(self) -> contextlib.AbstractContextManager[None]:
-        """Around a call: if a handler failed while it was the only call in flight, it raises that HandlerError.
-
-        A client with no handler has nothing to attribute: the call pays for nothing.
-        """
+    def attributing_failures(self) -> _Attribution | None:
+        """A context manager to put around a call: if a handler failed while it was the only call
+        in flight, it raises that HandlerError. None when there is nothing to attribute (a client
+        with no handler: the call pays for nothing)."""
         if self.on_elicitation is None and self.on_sampling is None and self.on_roots is None:
-            return contextlib.nullcontext()
+            return None
         return _Attribution(self)
 
 

@@ -34,7 +34,10 @@ def complete(session: Session, method: str, params: dict[str, Any], options: Cal
     A handler that fails makes this raise its HandlerError in both eras (legacy
     servers ask with requests of their own: see Handlers.attributing_failures).
     """
-    with session.handlers.attributing_failures():
+    attribution = session.handlers.attributing_failures()
+    if attribution is None:  # no handler: nothing to attribute
+        return _rounds(session, method, params, options)
+    with attribution:
         return _rounds(session, method, params, options)
 
 

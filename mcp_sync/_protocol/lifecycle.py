@@ -39,6 +39,7 @@ import attrs
 
 from .._engine import Engine
 from .._threads import spawn
+from .._values import copy_json
 from ..cancellation import CancellationToken
 from ..exceptions import (
     ConnectionClosed,
@@ -49,6 +50,7 @@ from ..exceptions import (
     UnsupportedProtocolVersionError,
 )
 from ..models import DiscoverResult, InitializeResult
+from ..transports.base import EncodedObject
 
 log = logging.getLogger("mcp_sync")
 
@@ -113,6 +115,8 @@ class Lifecycle:
     capabilities: Callable[[str], dict[str, Any]]
     probe_timeout: float | None
     log_level: str | None = None
+    #: (version, log level, client info), capabilities, the envelope made from them (see meta)
+    _envelope: Any = attrs.field(default=None, init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         if self.mode not in MODES:
@@ -128,15 +132,26 @@ class Lifecycle:
     # -- the envelope ------------------------------------------------------------------
 
     def meta(self, version: str) -> dict[str, Any]:
-        """The ``_meta`` a modern request carries (E1, E2, W1)."""
+        """The ``_meta`` a modern request carries (E1, E2, W1).
+
+        Built and encoded once, then reused while the version, client info, capabilities (asked
+        each time: they follow the handlers) and log level stay the same: every modern request
+        carries it. Read-only (an :class:`~mcp_sync.transports.base.EncodedObject`).
+        """
+        capabilities = self.capabilities("modern")
+        made = self._envelope
+        if made is not None and made[0] == (version, self.log_level, self.client_info) and made[1] == capabilities:
+            return made[2]
         meta: dict[str, Any] = {
             META_PROTOCOL_VERSION: version,
             META_CLIENT_INFO: self.client_info,
-            META_CLIENT_CAPABILITIES: self.capabilities("modern"),
+            META_CLIENT_CAPABILITIES: capabilities,
         }
         if self.log_level is not None:
             meta[META_LOG_LEVEL] = self.log_level
-        return meta
+        envelope = EncodedObject(copy_json(meta))  # its own copy: nothing else can change it
+        self._envelope = ((version, self.log_level, self.client_info), capabilities, envelope)
+        return envelope
 
     def params(
         self,
@@ -154,8 +169,8 @@ class Lifecycle:
             if extensions:
                 capabilities = dict(envelope[META_CLIENT_CAPABILITIES])
                 capabilities["extensions"] = {**capabilities.get("extensions", {}), **extensions}
-                envelope[META_CLIENT_CAPABILITIES] = capabilities
-            out["_meta"] = {**(meta or {}), **envelope}
+                envelope = {**envelope, META_CLIENT_CAPABILITIES: capabilities}
+            out["_meta"] = {**meta, **envelope} if meta else envelope  # the envelope as it is: sent pre-encoded
         elif meta:
             out["_meta"] = dict(meta)
         return out

@@ -234,15 +234,22 @@ class Session:
             raise ClientStateError("the client is closed")
         wire_params = self.lifecycle.params(negotiated, params, options.meta, options.extensions)
         timeout = self.timeout if options.timeout is USE_CLIENT_DEFAULT else options.timeout
-        try:
-            result = self._request(engine, method, wire_params, timeout, options)
-        except ConnectionClosed:
-            # H13: a modern response stream that broke while the connection lives on is
-            # re-issued once, as a new request with a new id, if it is safe to repeat.
-            if not (engine.alive and negotiated.era == "modern" and method in _REPEATABLE):
-                raise
-            log.info("mcp_sync: %s: the answer stream broke; sending it again", method)
-            result = self._request(engine, method, wire_params, timeout, options)
+        for attempt in (1, 2):
+            try:
+                result = engine.request(
+                    method, wire_params, timeout=timeout, cancel=options.cancel, progress=options.progress,
+                    headers=options.headers, on_stream=options.on_stream,
+                    reset_timeout_on_progress=options.reset_timeout_on_progress,
+                    max_total_timeout=options.max_total_timeout, on_request_id=options.on_request_id,
+                    checked=True,  # the facade checked every value it was given (CallOptions, check_json)
+                )
+                break
+            except ConnectionClosed:
+                # H13: a modern response stream that broke while the connection lives on is
+                # re-issued once, as a new request with a new id, if it is safe to repeat.
+                if attempt == 2 or not (engine.alive and negotiated.era == "modern" and method in _REPEATABLE):
+                    raise
+                log.info("mcp_sync: %s: the answer stream broke; sending it again", method)
         kind = result.get("resultType", "complete")  # J5: absent means complete
         if kind == "complete" or negotiated.era == "legacy":
             return result
@@ -251,17 +258,6 @@ class Session:
         if kind == "task" and method == "tools/call" and self.declares_tasks(options.extensions):
             return result  # X2: only tools/call, only when the extension was declared
         raise ProtocolError(f"{method}: unexpected resultType {kind!r}", method=method)  # J4, R1
-
-    @staticmethod
-    def _request(engine: Engine, method: str, params: Any, timeout: float | None, options: CallOptions
-                 ) -> dict[str, Any]:
-        return engine.request(
-            method, params, timeout=timeout, cancel=options.cancel, progress=options.progress,
-            headers=options.headers, on_stream=options.on_stream,
-            reset_timeout_on_progress=options.reset_timeout_on_progress,
-            max_total_timeout=options.max_total_timeout, on_request_id=options.on_request_id,
-            checked=True,  # the facade checked every value it was given (CallOptions, check_json)
-        )
 
     def send_cached(self, method: str, params: dict[str, Any] | None, options: CallOptions = DEFAULT
                     ) -> dict[str, Any]:

@@ -48,16 +48,41 @@ def _fast_encoder() -> Callable[[Any], str] | None:
 _ENCODE = _fast_encoder() or json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 
 
+class EncodedObject(dict):  # type: ignore[type-arg]
+    """A JSON object encoded once, for a value sent unchanged in many messages (the modern
+    request envelope, ``params._meta``): :func:`encode_message` splices in the text made when it
+    was built. So it is read-only: copy it to change it.
+
+    Example: ``EncodedObject({"a": 1}).encoded == '{"a":1}'``
+    """
+
+    __slots__ = ("encoded",)
+
+    def __init__(self, value: Mapping[str, Any]) -> None:
+        super().__init__(value)
+        self.encoded = _ENCODE(self)
+
+
 def encode_message(message: Any) -> bytes:
     """One JSON-RPC message as compact UTF-8 JSON: the one encoding every transport sends.
 
     NaN and infinities raise ValueError (JSON has neither), as does a value that contains
     itself; a value JSON has no form for raises TypeError. A lone surrogate becomes the JSON
-    escape ``\\udXXX``, never invalid UTF-8.
+    escape ``\\udXXX``, never invalid UTF-8. A ``params._meta`` that is an
+    :class:`EncodedObject` is not encoded again (it goes last in ``params``).
 
     Example: ``encode_message({"jsonrpc": "2.0", "method": "ping"})`` is
     ``b'{"jsonrpc":"2.0","method":"ping"}'``
     """
+    params = message.get("params") if type(message) is dict else None
+    if type(params) is dict:
+        meta = params.get("_meta")
+        if type(meta) is EncodedObject and next(reversed(message)) == "params":
+            rest = dict(params)
+            del rest["_meta"]
+            text = _ENCODE({**message, "params": rest})  # ends with "}}": params', then the message's
+            joint = ',"_meta":' if rest else '"_meta":'
+            return (text[:-2] + joint + meta.encoded + "}}").encode("utf-8", "backslashreplace")
     return _ENCODE(message).encode("utf-8", "backslashreplace")
 
 

@@ -259,7 +259,7 @@ class StdioTransport(BaseTransport):
         why: str | None
         try:
             lock = self._write_lock
-            waited_from = None if lock.acquire(blocking=False) else time.monotonic()
+            waited_from = None if lock.acquire(False) else time.monotonic()
             if waited_from is not None and not lock.acquire(timeout=limit):
                 why = "another message is still being written"
             else:  # the wait for the lock counts against the limit
