@@ -190,8 +190,11 @@ def test_e5_meta_keys_have_the_spec_form_and_callers_keys_pass(tmp_path: Path) -
     """E5: every _meta key the client writes has the prefix/name form, its own keys use the
     reserved io.modelcontextprotocol/ prefix only for what the spec defines, and the caller's
     own reverse-DNS keys go through unchanged."""
+    # traceparent/tracestate: W3C trace context, sent once an OpenTelemetry SDK is set up (the
+    # providers are process-wide: an earlier test may have set one)
     defined = {"progressToken", "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientInfo",
-               "io.modelcontextprotocol/clientCapabilities", "io.modelcontextprotocol/logLevel"}
+               "io.modelcontextprotocol/clientCapabilities", "io.modelcontextprotocol/logLevel",
+               "traceparent", "tracestate"}
     peer = Peer(tmp_path, None, "--era", "modern")
     with peer.client(log_level="info") as client:
         client.call_tool("slow", {"seconds": 0.05}, progress=lambda *a: None,
