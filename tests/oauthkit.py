@@ -14,7 +14,7 @@ import json
 import threading
 import time
 from typing import Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import jwt
 import pytest
@@ -171,6 +171,42 @@ def failing(world: World, auth: mcp_sync.OAuth | None = None, **options: Any) ->
     finally:
         client.close()
     return caught.value
+
+
+# -- browser_authorize (test_auth_browser*): the user's browser and an approving server -------------
+
+
+class Browser:
+    """Follows URLs in a thread (redirects included), like the user's browser."""
+
+    def __init__(self) -> None:
+        self.visits: list[requests.Response] = []
+        self.threads: list[threading.Thread] = []
+
+    def open(self, url: str) -> bool:
+        def visit() -> None:
+            self.visits.append(requests.get(url, timeout=5))
+
+        thread = threading.Thread(target=visit)
+        thread.start()
+        self.threads.append(thread)
+        return True
+
+    def join(self) -> None:
+        for thread in self.threads:
+            thread.join(10)
+
+
+def approve(request: Request) -> Reply | None:
+    """An authorization server that approves at once: /authorize redirects to redirect_uri with
+    a code and the state (the ``authorization_server`` fixture)."""
+    params = {k: v[0] for k, v in parse_qs(urlsplit(request.path).query).items()}
+    back = urlencode({"code": "the-code", "state": params["state"]})
+    return Reply(302, {"Location": f"{params['redirect_uri']}?{back}"})
+
+
+def authorization_url(server: FakeServer, redirect_uri: str, state: str = "st4te") -> str:
+    return f"http://127.0.0.1:{server.port}/authorize?" + urlencode({"redirect_uri": redirect_uri, "state": state})
 
 
 # -- private_key_jwt and cross-app access -------------------------------------------------------
