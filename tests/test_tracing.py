@@ -104,3 +104,21 @@ def test_with_only_a_metrics_sdk_durations_are_recorded_and_no_trace_context_is_
     assert point["gen_ai.tool.name"] == "echo" and point["server.address"] == "127.0.0.1"
     assert "traceparent" not in seen["meta"] and "tracestate" not in seen["meta"]
     assert seen["meta"]["io.modelcontextprotocol/protocolVersion"]  # the request did carry its _meta
+
+
+def test_an_ipv6_server_is_traced_with_its_address_and_port(otel) -> None:  # noqa: F811
+    """A client of an IPv6 literal URL keeps the brackets in its target, so a traced request names
+    the server's address and port (the target was ``http://::1:1/mcp`` and every traced request to
+    it raised ValueError while parsing the port). Nothing listens: the span records the failure."""
+    exporter, _ = otel
+    port = free_port()
+    client = mcp_sync.Client.http(f"http://[::1]:{port}/mcp", timeout=5)
+    try:
+        assert f"[::1]:{port}" in repr(client)
+        with pytest.raises(mcp_sync.ConnectionClosed):
+            client.call_tool("echo", {"text": "x"})
+    finally:
+        client.close()
+    spans = [span for span in exporter.get_finished_spans() if span.attributes.get("server.port") == port]
+    assert spans, "no span names the server's port"
+    assert spans[-1].attributes.get("server.address") == "::1"
