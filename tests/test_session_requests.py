@@ -35,10 +35,14 @@ def test_a_call_that_connects_first_checks_its_capability_once_connected(tmp_pat
     """get_prompt() as the first call: the client connects (the capabilities were unknown),
     then refuses it with CapabilityError, so prompts/get never reaches the server."""
     peer = tools_only(tmp_path)
-    with peer.client(mode="legacy", stderr=lambda line: None) as client:
+    client = peer.client(mode="legacy", stderr=lambda line: None)  # not entered: that would connect
+    try:
+        assert client.state.name == "NEW"
         with pytest.raises(mcp_sync.CapabilityError, match="prompts/get: the server did not declare the 'prompts'"):
             client.get_prompt("greet", {"name": "Ada"})
         assert client.state.name == "OPEN"
+    finally:
+        client.close()
     assert [m["method"] for m in peer.requests()] == ["initialize"]
 
 
@@ -46,9 +50,12 @@ def test_a_client_without_a_default_timeout_connects_inside_its_first_call(tmp_p
     """timeout=None: the first call connects and is answered; neither waits with a deadline
     (nothing times out, the connect included)."""
     peer = Peer(tmp_path)
-    with peer.client(mode="legacy", timeout=None, stderr=lambda line: None) as client:
-        assert client.timeout is None
+    client = peer.client(mode="legacy", timeout=None, stderr=lambda line: None)  # not entered: that would connect
+    try:
+        assert client.timeout is None and client.state.name == "NEW"
         assert client.call_tool("echo", {"text": "no deadline"}).text == "no deadline"
+    finally:
+        client.close()
     assert [m["method"] for m in peer.requests()] == ["initialize", "tools/call"]
 
 

@@ -7,8 +7,10 @@ knows the id of the request it holds."""
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import signal
+import threading
 from typing import Any
 
 import pytest
@@ -109,3 +111,44 @@ def test_an_oversized_line_with_a_trustworthy_id_fails_that_request() -> None:
         assert error.request_id == held
     finally:
         engine.close()
+
+
+class FirstMessageFails:
+    """A message sink (the engine's side of the transport) that raises on its first message."""
+
+    def __init__(self) -> None:
+        self.messages: list[Any] = []
+        self.closed_with: list[mcp_sync.ConnectionClosed] = []
+        self.second = threading.Event()
+
+    def message(self, message: Any) -> None:
+        self.messages.append(message)
+        if len(self.messages) == 1:
+            raise RuntimeError("a bug in the sink")
+        self.second.set()
+
+    def fail(self, request_id: Any, error: mcp_sync.MCPError) -> None: ...
+
+    def closed(self, error: mcp_sync.ConnectionClosed) -> None:
+        self.closed_with.append(error)
+
+    def session_renewed(self) -> None: ...
+
+
+def test_a_line_the_sink_fails_on_is_skipped_and_the_reader_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    """The sink raises on the first answer: that line is logged and skipped, the reader
+    thread delivers the next line, and the connection is not reported closed."""
+    transport = StdioTransport(PY, [HOSTILE], stderr=lambda line: None)
+    sink = FirstMessageFails()
+    transport.start(sink)
+    try:
+        with caplog.at_level(logging.ERROR, logger="mcp_sync"):
+            for request_id in (1, 2):
+                call = {"name": "echo", "arguments": {"text": str(request_id)}}
+                transport.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": call})
+            assert sink.second.wait(10)
+        assert [m["id"] for m in sink.messages] == [1, 2]
+        assert "a line from hostile_stdio could not be handled (skipped)" in caplog.text
+        assert sink.closed_with == [] and transport.pid is not None
+    finally:
+        transport.close()
