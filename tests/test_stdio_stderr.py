@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import logging
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -78,3 +79,22 @@ def test_without_a_parent_stderr_the_lines_are_kept_and_nothing_fails(
         transport = client.transport
         assert wait_until(lambda: "no terminal here" in transport.diagnostics(), 5)
     assert "the stderr target raised" not in caplog.text
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="stdio bug (reported): close() wakes the stderr reader, "
+                   "which stops at once and drops the lines still in the pipe (test_faults' chatty stderr test flakes)")
+def test_close_delivers_the_stderr_lines_still_in_the_pipe(no_leaks: None) -> None:
+    """The server writes 500 stderr lines, then answers; the application's target takes 4 ms a
+    line, so when the client closes right after the answer up to a pipe's worth of lines
+    are still unread. The server has exited by then: its last lines (often the most useful)
+    must still reach the target, not be dropped."""
+    lines: list[str] = []
+
+    def slow(line: str) -> None:
+        time.sleep(0.004)
+        lines.append(line)
+
+    with mcp_sync.Client.stdio(PY, fault_args(), stderr=slow) as client:
+        assert client.call_tool("stderr_flood", {"lines": 500}, timeout=30).text == "wrote 500 lines"
+    flood = [line for line in lines if line.startswith("flood ")]
+    assert len(flood) == 500 and flood[-1].startswith("flood 000499"), f"{len(flood)} lines reached the target"
