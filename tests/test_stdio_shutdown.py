@@ -5,10 +5,12 @@ busy, and a server ended by a signal that has no name. Peers: the hostile server
 
 from __future__ import annotations
 
+import array
+import fcntl
 import logging
 import os
+import termios
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -48,24 +50,37 @@ def test_repr_shows_the_running_servers_pid(nothing_left: None) -> None:
     assert repr(engine.transport) == "<StdioTransport 'shown' pid=None>" and process_gone(pid)  # type: ignore[arg-type]
 
 
+def unread_in_stdin(pid: int) -> int:
+    """Bytes waiting unread in process ``pid``'s stdin pipe (Linux: FIONREAD on /proc/<pid>/fd/0)."""
+    fd = os.open(f"/proc/{pid}/fd/0", os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        count = array.array("i", [0])
+        fcntl.ioctl(fd, termios.FIONREAD, count, True)
+        return int(count[0])
+    finally:
+        os.close(fd)
+
+
 def test_close_ends_the_server_and_its_stdin_while_a_writer_holds_the_pipe(nothing_left: None) -> None:
-    """A writer is blocked on a server that never reads, holding the write lock longer than a
-    shutdown step (0.02 s; it lets go within its 0.1 s poll slice): close() does not wait for
-    it to close stdin first; it ends the server, then closes stdin. The writer raises
+    """A writer is blocked on a server that never reads, holding the write lock for up to its
+    0.1 s poll slice, longer than a shutdown step (0.05 s): close() does not wait for it to
+    close stdin first; it ends the server, then closes stdin. The writer raises
     ConnectionClosed, and no process, thread or descriptor is left."""
-    transport = StdioTransport(PY, SLEEPER, shutdown_timeout=0.02)
+    transport = StdioTransport(PY, SLEEPER, shutdown_timeout=0.05)
     engine = Engine(transport)
     engine.start()
     pid = transport.pid
+    assert pid is not None
     big = {"jsonrpc": "2.0", "method": "notifications/pad", "params": {"pad": "x" * (4 << 20)}}
     writer, box = in_thread(lambda: transport.send(big, timeout=30))
-    time.sleep(0.3)  # lets the write get under way (the assertions hold whichever comes first)
+    # The pipe holds bytes: the writer has written what fits and waits in its first slice.
+    assert wait_until(lambda: unread_in_stdin(pid) > 0, 5, interval=0.002)
     closer, closed = in_thread(engine.close)
     closer.join(10)
     writer.join(10)
     assert not closer.is_alive() and "error" not in closed, closed
     assert not writer.is_alive() and isinstance(box.get("error"), mcp_sync.ConnectionClosed), box
-    assert process_gone(pid)  # type: ignore[arg-type]
+    assert process_gone(pid)
 
 
 def test_a_busy_stderr_callback_does_not_hold_close(caplog: pytest.LogCaptureFixture, no_leaks: None) -> None:
