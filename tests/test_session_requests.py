@@ -10,11 +10,13 @@ FakeTransport."""
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import wait_until
+from lifekit import gone, in_child
 from wirekit import DISCOVER, FakeTransport, Peer
 
 import mcp_sync
@@ -138,3 +140,25 @@ def test_private_results_are_kept_per_credentials_whose_key_cannot_be_hashed(no_
         transport.auth_context = {"token": "ada"}
         client.list_tools()
         assert transport.count("tools/list") == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_forked_child_of_a_client_without_cache_connects_afresh(tmp_path: Path) -> None:
+    """A client made with cache=False, used across os.fork(): the child gets fresh session
+    state (still without a cache) and a server of its own; the parent's is untouched."""
+    peer = Peer(tmp_path)
+    with peer.client(mode="legacy", cache=False, timeout=20, stderr=lambda line: None) as client:
+        assert client.call_tool("echo", {"text": "parent"}).text == "parent"
+        parent_server = client.pid
+
+        def child() -> dict[str, Any]:
+            text = client.call_tool("echo", {"text": "child"}).text
+            report = {"text": text, "server": client.pid, "cache": client.cache_enabled}
+            client.close()
+            return report
+
+        report = in_child(child)
+        assert report == {"text": "child", "server": report["server"], "cache": False}, report
+        assert report["server"] not in (None, parent_server) and gone(report["server"])
+        assert client.pid == parent_server and client.call_tool("echo", {"text": "again"}).text == "again"
