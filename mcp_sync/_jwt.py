@@ -77,8 +77,6 @@ class SigningKey:
 
                 data = source.encode() if isinstance(source, str) else source
                 self._key = serialization.load_pem_private_key(data, password=None)
-        except AuthorizationError:
-            raise
         except Exception as exc:  # the key's content is never put in the message
             raise AuthorizationError(
                 f"OAuth: the private key for private_key_jwt cannot be loaded ({type(exc).__name__})", step="token"

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator
 
 try:
     import fcntl
-except ImportError:  # Windows: the thread lock only (documented)
+except ImportError:  # pragma: no cover - Windows: the thread lock only (documented)
     fcntl = None  # type: ignore[assignment]
 
 FORMAT_VERSION = 1
@@ -82,7 +82,7 @@ class FileTokenStore:
         if not self._lock.acquire(timeout=self.lock_timeout):
             raise TimeoutError(f"{self.path}: another thread held the token store for over {self.lock_timeout} s")
         try:
-            if fcntl is None:
+            if fcntl is None:  # pragma: no cover - Windows (no fcntl): the thread lock only
                 yield
                 return
             fd = self._open_lock()

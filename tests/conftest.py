@@ -155,6 +155,33 @@ def world() -> Iterator[Any]:
 
 
 @pytest.fixture
+def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The user's browser for browser_authorize (oauthkit.Browser): webbrowser.open follows the
+    URL on a thread; a display is set, so a browser may be opened."""
+    import webbrowser
+
+    from oauthkit import Browser
+
+    fake = Browser()
+    monkeypatch.setenv("DISPLAY", ":0")
+    monkeypatch.setattr(webbrowser, "open", lambda url, *a, **k: fake.open(url))
+    yield fake
+    fake.join()
+
+
+@pytest.fixture
+def authorization_server() -> Iterator[Any]:
+    """An authorization server (a FakeServer) that approves at once (oauthkit.approve)."""
+    from oauthkit import approve
+
+    from httpkit import FakeServer
+
+    with FakeServer("modern") as server:
+        server.override = approve
+        yield server
+
+
+@pytest.fixture
 def nothing_left() -> Iterator[None]:
     """Fail the test if it leaves an mcp_sync thread or a file descriptor behind (``no_leaks``
     checks threads only)."""

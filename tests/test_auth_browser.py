@@ -9,69 +9,20 @@ import io
 import threading
 import time
 import webbrowser
-from typing import Iterator
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
 from helpers import ipv6_loopback_usable
-from oauthkit import World
+from oauthkit import Browser, World, authorization_url
 
 import mcp_sync
 from mcp_sync.auth import browser_authorize
 
 from conftest import free_port
-from httpkit import FakeServer, Reply, Request
+from httpkit import FakeServer
 
 pytestmark = pytest.mark.timeout(20)
-
-
-class Browser:
-    """Follows URLs in a thread (redirects included), like the user's browser."""
-
-    def __init__(self) -> None:
-        self.visits: list[requests.Response] = []
-        self.threads: list[threading.Thread] = []
-
-    def open(self, url: str) -> bool:
-        def visit() -> None:
-            self.visits.append(requests.get(url, timeout=5))
-
-        thread = threading.Thread(target=visit)
-        thread.start()
-        self.threads.append(thread)
-        return True
-
-    def join(self) -> None:
-        for thread in self.threads:
-            thread.join(10)
-
-
-@pytest.fixture
-def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Browser]:
-    fake = Browser()
-    monkeypatch.setenv("DISPLAY", ":0")
-    monkeypatch.setattr(webbrowser, "open", lambda url, *a, **k: fake.open(url))
-    yield fake
-    fake.join()
-
-
-@pytest.fixture
-def authorization_server() -> Iterator[FakeServer]:
-    """Approves at once: /authorize redirects to redirect_uri with a code and the state."""
-
-    def answer(request: Request) -> Reply | None:
-        params = {k: v[0] for k, v in parse_qs(urlsplit(request.path).query).items()}
-        back = urlencode({"code": "the-code", "state": params["state"]})
-        return Reply(302, {"Location": f"{params['redirect_uri']}?{back}"})
-
-    with FakeServer("modern") as server:
-        server.override = answer
-        yield server
-
-
-def authorization_url(server: FakeServer, redirect_uri: str, state: str = "st4te") -> str:
-    return f"http://127.0.0.1:{server.port}/authorize?" + urlencode({"redirect_uri": redirect_uri, "state": state})
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "[::1]"])

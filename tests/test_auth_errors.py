@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import pytest
-from oauthkit import World, follow
+from oauthkit import World, failing
 
 import mcp_sync
 
@@ -16,17 +16,6 @@ from httpkit import Reply, Request, json_reply
 pytestmark = pytest.mark.timeout(20)
 
 SECRET = "s3cr3t-never-shown"
-
-
-def failing(world: World, **options: Any) -> mcp_sync.AuthorizationError:
-    oauth = mcp_sync.OAuth(on_authorize=follow, timeout=5, **options)
-    client = mcp_sync.Client.http(world.rs.url, auth=oauth, mode="modern", timeout=10)
-    try:
-        with pytest.raises(mcp_sync.AuthorizationError) as caught:
-            client.call_tool("echo", {})
-    finally:
-        client.close()
-    return caught.value
 
 
 def refuse(world: World, path: str, reply: Reply) -> None:

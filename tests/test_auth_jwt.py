@@ -5,83 +5,21 @@ verify every assertion with the public key, as a real server does."""
 
 from __future__ import annotations
 
-import base64
 import json
 import sys
 import time
 from typing import Any, Iterator
-from urllib.parse import parse_qs
 
 import jwt
 import pytest
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from oauthkit import World
+from oauthkit import IdentityProvider, JwtWorld, pem
 
 import mcp_sync
 
-from httpkit import FakeServer, Reply, Request, json_reply
+from httpkit import FakeServer
 
 pytestmark = pytest.mark.timeout(30)
-
-
-def pem(key: Any) -> str:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-
-
-class JwtWorld(World):
-    """The World's resource server, with an authorization server that takes client_credentials
-    and jwt-bearer grants, authenticating the client by private_key_jwt or client_secret_basic."""
-
-    def __init__(self, rs: FakeServer, auth: FakeServer, public_key: Any, methods: list[str]) -> None:
-        super().__init__(rs, auth)
-        self.public_key = public_key
-        self.methods = methods
-        self.jag_key = ec.generate_private_key(ec.SECP256R1())  # what the IdP signs ID-JAGs with
-        self.assertions: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (header, claims) verified
-        auth.override = self.authorization
-
-    def authorization(self, request: Request) -> Reply | None:
-        path = request.path.split("?")[0]
-        if request.method == "GET" and path == "/.well-known/oauth-authorization-server":
-            return json_reply(
-                {
-                    "issuer": self.issuer,
-                    "token_endpoint": f"{self.issuer}/token",
-                    "grant_types_supported": ["client_credentials", "urn:ietf:params:oauth:grant-type:jwt-bearer"],
-                    "token_endpoint_auth_methods_supported": self.methods,
-                    "token_endpoint_auth_signing_alg_values_supported": ["ES256", "RS256"],
-                }
-            )
-        if path != "/token":
-            return Reply(404)
-        form = {k: v[0] for k, v in parse_qs(request.body.decode()).items()}
-        with self.lock:
-            self.log.append(("token", form))
-        if "client_assertion" in form:
-            assert form["client_assertion_type"] == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
-            header = jwt.get_unverified_header(form["client_assertion"])
-            claims = jwt.decode(
-                form["client_assertion"], self.public_key, algorithms=["ES256", "RS256"], audience=self.issuer
-            )
-            self.assertions.append((header, claims))
-        elif request.headers.get("authorization", "").startswith("Basic "):
-            user, _, secret = base64.b64decode(request.headers["authorization"][6:]).decode().partition(":")
-            if (user, secret) != ("xaa-client", "xaa-secret"):
-                return json_reply({"error": "invalid_client"}, 401)
-        else:
-            return json_reply({"error": "invalid_client"}, 401)
-        if form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer":
-            grant = jwt.decode(form["assertion"], self.jag_key.public_key(), algorithms=["ES256"], audience=self.issuer)
-            assert jwt.get_unverified_header(form["assertion"])["typ"] == "oauth-id-jag+jwt"
-            if grant["resource"] != self.rs.url or grant["client_id"] != "xaa-client":
-                return json_reply({"error": "invalid_grant"}, 400)
-        with self.lock:
-            token = f"at-{len(self.log)}"
-            self.tokens[token] = form.get("scope", "").split()
-        return json_reply({"access_token": token, "token_type": "Bearer", "expires_in": 3600})
 
 
 @pytest.fixture
@@ -139,35 +77,6 @@ def test_an_unreadable_key_is_refused_without_showing_it() -> None:
 
 
 # -- cross-app access ------------------------------------------------------------------------------
-
-
-class IdentityProvider:
-    """The enterprise IdP: exchanges the user's ID token (RFC 8693) for an ID-JAG for the given
-    audience (an authorization server) and resource, signed with the key that server trusts."""
-
-    def __init__(self, server: FakeServer, world: JwtWorld) -> None:
-        self.server, self.world = server, world
-        self.exchanges: list[dict[str, str]] = []
-        server.override = self.answer
-
-    def answer(self, request: Request) -> Reply | None:
-        form = {k: v[0] for k, v in parse_qs(request.body.decode()).items()}
-        self.exchanges.append(form)
-        if form.get("subject_token") != "the-users-id-token":
-            return json_reply({"error": "invalid_grant"}, 400)
-        claims = {
-            "iss": f"http://127.0.0.1:{self.server.port}",
-            "sub": "alice",
-            "aud": form["audience"],
-            "resource": form["resource"],
-            "client_id": "xaa-client",
-            "exp": int(time.time()) + 300,
-            "jti": str(len(self.exchanges)),
-        }
-        grant = jwt.encode(claims, self.world.jag_key, algorithm="ES256", headers={"typ": "oauth-id-jag+jwt"})
-        return json_reply(
-            {"access_token": grant, "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag", "token_type": "N_A"}
-        )
 
 
 def test_cross_app_access_exchanges_the_id_token_then_uses_the_jwt_bearer_grant(servers: Any, no_leaks: None) -> None:

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import pytest
 from helpers import wait_until
-from wirekit import LockedWire
+from wirekit import EncodingWire, LockedWire
 
 import mcp_sync
 from mcp_sync import _engine, _threads, cancellation
@@ -659,14 +659,6 @@ def test_a_cancellation_write_that_blocks_never_holds_the_caller() -> None:
 
 
 # -- #22.7: error paths that decide whether somebody hangs ------------------------------------------
-
-
-class EncodingWire(Wire):
-    """Encodes like a real transport: what JSON cannot carry raises before anything is sent."""
-
-    def send(self, message: dict, *, headers: Any = None) -> None:
-        json.dumps(message, allow_nan=False)
-        super().send(message, headers=headers)
 
 
 @pytest.mark.parametrize(

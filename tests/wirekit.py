@@ -1,7 +1,8 @@
 """In-memory and logged peers shared by several test files (#22.10: test modules no longer
 import each other): ``Wire`` (records what the engine sends, answers nothing), ``LockedWire``
-(the same, thread-safe), ``FakeTransport`` (answers each request from a handler) and ``Peer``
-(the fault server with a wire log and an optional script)."""
+(the same, thread-safe), ``EncodingWire`` (the same, refusing what JSON cannot carry, as real
+transports do), ``FakeTransport`` (answers each request from a handler) and ``Peer`` (the fault
+server with a wire log and an optional script)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,14 @@ class LockedWire(Wire):
     def requests(self) -> list[dict]:
         with self.lock:
             return [m for m in self.sent if "id" in m and "method" in m]
+
+
+class EncodingWire(LockedWire):
+    """Encodes like a real transport: what JSON cannot carry raises before anything is sent."""
+
+    def send(self, message: dict, *, headers: Any = None) -> None:
+        json.dumps(message, allow_nan=False)
+        super().send(message, headers=headers)
 
 
 class FakeTransport(BaseTransport):

@@ -133,9 +133,8 @@ class ResultCache:
         """A deep copy of the fresh result for this request under ``auth``, or None.
 
         ``hold``: the current hold token (see :meth:`put`); an entry kept until
-        changed is served only under the token it was stored with."""
-        if method not in CACHEABLE_METHODS or is_retry(params):
-            return None
+        changed is served only under the token it was stored with. Nothing uncacheable (C1) or a
+        retry (C2) is ever stored (see :meth:`put`), so for those it is always None."""
         key = params_key(params)
         now = self._clock()
         with self._lock:
@@ -197,7 +196,7 @@ class ResultCache:
             doomed = [
                 key
                 for key, entry in self._entries.items()
-                if entry.method in methods and (uri is None or _uri_related(entry.params.get("uri"), uri))
+                if entry.method in methods and (uri is None or _uri_related(entry.params["uri"], uri))
             ]
             for key in doomed:
                 del self._entries[key]
@@ -218,7 +217,7 @@ class ResultCache:
             self._entries.clear()
 
 
-def _uri_related(cached: Any, updated: str) -> bool:
-    if not isinstance(cached, str):
-        return False
+def _uri_related(cached: str, updated: str) -> bool:
+    """Whether a cached ``resources/read`` of ``cached`` is affected by an update of ``updated`` (U8);
+    the URI of every stored read is a string (``read_resource`` checks it)."""
     return cached == updated or cached.startswith(updated) or updated.startswith(cached)

@@ -276,7 +276,7 @@ class _Attribution:
         calls = self._handlers._calls
         with self._handlers._calls_lock:
             # by identity: every call's list starts empty, and equal lists must not be confused
-            for index, each in enumerate(calls):
+            for index, each in enumerate(calls):  # pragma: no branch - __enter__ added it: always found
                 if each is self._failures:
                     del calls[index]
                     break

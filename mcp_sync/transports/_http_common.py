@@ -936,6 +936,8 @@ def _target_of(url: str) -> str:
     """The URL for a client's repr: scheme, host, port and path (never credentials or a query)."""
     parts = urlsplit(url)
     host = parts.hostname or ""
+    if ":" in host:  # an IPv6 literal keeps its brackets, or the target is no URL (and has no port)
+        host = f"[{host}]"
     if parts.port:
         host = f"{host}:{parts.port}"
     return f"{parts.scheme}://{host}{parts.path}"
