@@ -80,7 +80,7 @@ class Unit(enum.Enum):
 class Reading:
     sensor: Annotated[str, "the sensor's id"]
     value: Optional[float]
-    unit: Union[None, Unit] = None  # None listed first: skipped, the enum is tried
+    unit: Union[None, Unit] = None  # noqa: RUF036 - None listed first: skipped, the enum is tried
     code: Union[int, str] = 0
 
 
