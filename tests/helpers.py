@@ -213,3 +213,15 @@ class FakeProvider:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def chat_completion(message: dict[str, Any], finish: str | None, model: str = "gpt-4.1-mini") -> dict[str, Any]:
+    """An OpenAI Chat Completions reply with one choice: ``message`` (besides its role) and ``finish``."""
+    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}]}
+
+
+def anthropic_message(content: list[dict[str, Any]], stop: str | None, model: str = "claude-mini") -> dict[str, Any]:
+    """An Anthropic Messages reply of ``content`` blocks, stopped for ``stop``."""
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": content,
+            "stop_reason": stop, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}

@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple, Union
 
 import attrs
 import pytest
-from helpers import FakeProvider, provider_message_validator
+from helpers import FakeProvider, anthropic_message, chat_completion, provider_message_validator
 from typing_extensions import NotRequired, TypedDict
 
 import mcp_sync
@@ -511,16 +511,6 @@ def test_prompt_messages_made_by_hand_and_odd_blocks() -> None:
 # -- #20.3 sampling through an LLM -----------------------------------------------------------------
 
 
-def _chat_reply(message: dict[str, Any], finish: str, model: str = "gpt-4.1-mini") -> dict[str, Any]:
-    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}]}
-
-
-def _anthropic_reply(content: list[dict[str, Any]], stop: str, model: str = "claude-mini") -> dict[str, Any]:
-    return {"id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": content,
-            "stop_reason": stop, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
-
-
 def _sampling_client(mode: str, on_sampling: Any) -> mcp_sync.Client:
     return mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], mode=mode, timeout=30, on_sampling=on_sampling,
                                  sampling_tools=True)
@@ -535,8 +525,8 @@ def test_openai_sampling(mode: str) -> None:
     import mcp_sync.llm
 
     call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}
-    fake = FakeProvider([_chat_reply({"content": "42"}, "stop"),
-                    _chat_reply({"content": None, "tool_calls": [call]}, "tool_calls", model="gpt-4.1")])
+    fake = FakeProvider([chat_completion({"content": "42"}, "stop"),
+                    chat_completion({"content": None, "tool_calls": [call]}, "tool_calls", model="gpt-4.1")])
     try:
         handler = mcp_sync.llm.openai_sampling(openai.OpenAI(base_url=f"{fake.url}/v1", api_key="sk-test"),
                                                model="gpt-4.1", models=["gpt-4.1-mini"])
@@ -570,8 +560,8 @@ def test_anthropic_sampling(mode: str) -> None:
     import mcp_sync.llm
 
     fake = FakeProvider([
-        _anthropic_reply([{"type": "text", "text": "4"}, {"type": "text", "text": "2"}], "stop_sequence"),
-        _anthropic_reply([{"type": "text", "text": "Looking."},
+        anthropic_message([{"type": "text", "text": "4"}, {"type": "text", "text": "2"}], "stop_sequence"),
+        anthropic_message([{"type": "text", "text": "Looking."},
                           {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}],
                          "tool_use", model="claude-big"),
     ])
