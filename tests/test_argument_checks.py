@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from wirekit import Peer
 
@@ -103,6 +103,8 @@ def _as_json(value: Any) -> Any:
 
 
 @given(json_values)
+@example(5)
+@example({"a": (1, [2.5, None]), "b": {"c": "d"}})
 def test_copy_json_is_a_deep_copy_sharing_no_container(value: Any) -> None:
     copied = copy_json(value)
     assert copied == _as_json(value)

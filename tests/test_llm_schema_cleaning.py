@@ -13,7 +13,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import mcp_sync
@@ -148,6 +148,13 @@ _several = st.one_of(
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(props=st.lists(st.tuples(_single | _several, st.booleans()), min_size=1, max_size=5),
        shared=_shared)
+@example(props=[  # each kind pinned, not left to chance
+    ({"enum": ["a", 1]}, False), ({"enum": ["a", None]}, False), ({"const": "a"}, False), ({"const": None}, False),
+    ({"anyOf": [{"type": "string"}, {"type": "integer"}]}, False), ({"anyOf": [{"type": "string"}, True]}, False),
+    (True, False), ({}, False), ({"$ref": "#/$defs/shared"}, False), ({"type": ["string", "null"]}, False),
+    ({"type": "string"}, True), ({"oneOf": [{"type": "string"}, {"type": "null"}]}, False),
+    ({"not": {"type": "null"}}, False), ({"type": "integer", "enum": [1, None]}, False),
+], shared={"type": "integer"})
 def test_a_null_is_dropped_only_where_the_schema_refuses_it(props: list[tuple[Any, bool]], shared: Any) -> None:
     def is_one_keyword(schema: Any) -> bool:
         if not isinstance(schema, dict):
