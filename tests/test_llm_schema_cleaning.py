@@ -81,6 +81,7 @@ def test_gemini_and_strict_stop_at_the_nesting_bound() -> None:
     (True, "not a schema"),
     ({"type": "string", "not": {"const": "root"}}, "uses not"),
     ({"type": "object", "patternProperties": {"^x": STRING}}, "uses patternProperties"),
+    ({"type": "array"}, "an array without an items schema"),
 ])
 def test_strict_mode_refuses_what_it_cannot_express(prop: Any, reason: str, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="mcp_sync")

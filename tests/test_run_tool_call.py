@@ -71,6 +71,14 @@ def test_a_failed_listing_is_an_error_result_and_calls_nothing(tmp_path: Path) -
     assert len(peer.requests("tools/list")) == 2 and peer.requests("tools/call") == []
 
 
+def test_a_block_type_this_version_does_not_know_reaches_the_model_as_json(tmp_path: Path) -> None:
+    video = {"type": "video", "uri": "file:///clip.mp4", "seconds": 3}
+    peer = Peer(tmp_path, {"tools/call echo": [{"result": {"content": [video], "isError": False}}]})
+    with peer.client(timeout=20) as client:
+        out = client.run_tool_call(_openai("echo", {"text": "hi"}))
+    assert json.loads(out["content"]) == video
+
+
 @pytest.mark.parametrize(("call", "fmt", "message"), [
     ("echo", "openai", "a openai tool call must be a dict, not str"),
     ({"id": "1", "name": "echo", "arguments": "{}"}, "openai", "an OpenAI tool call needs 'function'"),
