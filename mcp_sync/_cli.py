@@ -208,10 +208,8 @@ class _AllServers(dict):  # type: ignore[type-arg]
 
 
 def _config_entry(path: str, server: str | None) -> Any:
-    try:
-        from ._config import load_config  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        raise UsageError("--config needs mcp_sync.load_config, which this version of mcp_sync lacks") from None
+    from ._config import load_config
+
     servers = load_config(path)
     if server is None:
         if len(servers) != 1:
@@ -297,11 +295,7 @@ class Saver:
         return path.resolve()
 
 
-def _same(text: str) -> str:
-    return text
-
-
-def print_content(blocks: Iterable[Any], saver: Saver, out: TextIO, clean: Callable[[str], str] = _same) -> None:
+def print_content(blocks: Iterable[Any], saver: Saver, out: TextIO, clean: Callable[[str], str]) -> None:
     """A result's content blocks: text through ``clean`` (:func:`escape` for a terminal, or only
     unencodable characters replaced), files saved, anything else as JSON."""
     for block in blocks:
@@ -320,13 +314,13 @@ def print_content(blocks: Iterable[Any], saver: Saver, out: TextIO, clean: Calla
             out.write(json_text(getattr(block, "raw", block)) + "\n")
 
 
-def print_resource_contents(contents: Iterable[Any], saver: Saver, out: TextIO,
-                            clean: Callable[[str], str] = _same) -> None:
+def print_resource_contents(contents: Iterable[TextResourceContents | BlobResourceContents], saver: Saver,
+                            out: TextIO, clean: Callable[[str], str]) -> None:
     for item in contents:
         if isinstance(item, TextResourceContents):
             text = clean(item.text)
             out.write(text if text.endswith("\n") else text + "\n")
-        elif isinstance(item, BlobResourceContents):
+        else:  # the only other kind: models.ResourceContents is text or blob
             path = saver.save(item.blob, item.mime_type, "blob")
             out.write(f"[{escape(item.uri, one_line=True)} ({escape(item.mime_type or 'blob', one_line=True)})"
                       f" saved to {path}]\n")
@@ -439,19 +433,18 @@ def run_command(client: Client, args: argparse.Namespace, words: list[str], canc
             for message in rendered.messages:
                 out.write(f"{escape(str(message.role), one_line=True)}: ")
                 print_content([message.content], saver, out, clean)
-    elif args.command == "call":
+    else:  # "call": argparse takes no other command
         return _call(client, args, words, cancel, saver)
     return EXIT_OK
 
 
-def _is_remote(target: Any) -> bool:
-    """Whether ``target`` is reached over HTTP (no stderr to show), as ``_client_for`` decides."""
+def _is_remote(target: str | Mapping[str, Any]) -> bool:
+    """Whether ``target`` (a URL or command line, or a config entry) is reached over HTTP (no
+    stderr to show), as ``_client_for`` decides."""
     if isinstance(target, str):
         return target.startswith(("http://", "https://"))
-    if isinstance(target, Mapping):
-        kind = str(target.get("type", target.get("transport", ""))).lower()
-        return "url" in target and kind != "stdio"
-    return False
+    kind = str(target.get("type", target.get("transport", ""))).lower()
+    return "url" in target and kind != "stdio"
 
 
 def _stderr_shower(label: Mapping[str, str]) -> Callable[[str], None]:
