@@ -669,8 +669,18 @@ def _buffered_stdout() -> None:
                                       errors="replace", line_buffering=True)
 
 
+def _closed_streams_to_devnull() -> None:
+    """A stdout or stderr whose file descriptor is closed (``mcp-sync ... >&-``, a daemon's
+    closed stderr) is None in Python: what goes there is dropped, as ``print()`` drops it, and
+    the command still runs (a closed stderr failed even a successful call, with status 1)."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # open until the process ends
+
+
 def entry_point() -> None:
     """The ``mcp-sync`` console script. Example: ``mcp-sync tools "python server.py"``."""
+    _closed_streams_to_devnull()
     _buffered_stdout()
     for stream in (sys.stdout, sys.stderr):  # a terminal in a non-UTF-8 locale: "?" beats a crash
         reconfigure = getattr(stream, "reconfigure", None)
