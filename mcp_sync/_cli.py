@@ -541,21 +541,35 @@ def _call(client: Client, args: argparse.Namespace, words: list[str], cancel: Ca
 # -- main ---------------------------------------------------------------------------------
 
 
-def _in_worker(work: Callable[[], int], cancel: CancellationToken, on_interrupt: Callable[[], None]) -> int:
-    """Run ``work`` on a thread so the main thread stays free for Ctrl-C: the first cancels the
-    request on the server and waits a little for that to go out; a second one leaves at once."""
+def _on_thread(work: Callable[[], Any], role: str) -> tuple[threading.Event, dict[str, Any]]:
+    """Start ``work`` on a thread; the event is set when it ends (not Thread.join: an interrupted
+    join can leave the thread looking ended), the dict then holds its "value" or its "error"."""
     outcome: dict[str, Any] = {}
-    finished = threading.Event()  # not Thread.join: an interrupted join can leave the thread looking ended
+    finished = threading.Event()
 
     def run() -> None:
         try:
-            outcome["status"] = work()
+            outcome["value"] = work()
         except BaseException as exc:  # handed to the main thread
             outcome["error"] = exc
         finally:
             finished.set()
 
-    spawn(run, "cli", "main")  # the library's one home for threads
+    spawn(run, "cli", role)  # the library's one home for threads
+    return finished, outcome
+
+
+def _outcome(outcome: dict[str, Any]) -> Any:
+    """What the work of :func:`_on_thread` returned, or its error raised here."""
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _in_worker(work: Callable[[], int], cancel: CancellationToken, on_interrupt: Callable[[], None]) -> int:
+    """Run ``work`` on a thread so the main thread stays free for Ctrl-C: the first cancels the
+    request on the server and waits a little for that to go out; a second one leaves at once."""
+    finished, outcome = _on_thread(work, "main")
     try:
         while not finished.wait(0.1):
             pass
@@ -567,9 +581,20 @@ def _in_worker(work: Callable[[], int], cancel: CancellationToken, on_interrupt:
             pass
         on_interrupt()
         return EXIT_INTERRUPTED
-    if "error" in outcome:
-        raise outcome["error"]
-    return int(outcome["status"])
+    return int(_outcome(outcome))
+
+
+def _uninterrupted(work: Callable[[], None]) -> None:
+    """Run ``work`` (closing the servers, which is bounded) to its end whatever Ctrl-C comes
+    meanwhile: an interrupted close left a server that ignores the end of its stdin running."""
+    finished, outcome = _on_thread(work, "close")
+    while True:
+        try:
+            finished.wait()
+            break
+        except KeyboardInterrupt:
+            continue
+    _outcome(outcome)
 
 
 class _LogFormat(logging.Formatter):
@@ -616,8 +641,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_command(opened, args, words, cancel)
 
     def close() -> None:
-        for opened in client:
-            opened.close()
+        def close_all() -> None:
+            for opened in client:
+                opened.close()
+
+        _uninterrupted(close_all)
 
     try:
         status = _in_worker(work, cancel, close)
