@@ -469,6 +469,7 @@ def _all_tools(servers: Mapping[str, Any], args: argparse.Namespace, cancel: Can
     out = sys.stdout
     status = EXIT_OK
     listed: dict[str, Any] = {}
+    shown = False
     options = {name: {"stderr": _stderr_shower({"name": name})} for name, entry in servers.items()
                if not _is_remote(entry)}
     group = ClientGroup(dict(servers), timeout=args.timeout, options=options)
@@ -492,9 +493,10 @@ def _all_tools(servers: Mapping[str, Any], args: argparse.Namespace, cancel: Can
                 continue
             if args.json:
                 listed[name] = [tool.raw for tool in tools]
-            else:
-                out.write(f"{'' if name == next(iter(servers)) else chr(10)}[{escape(name, one_line=True)}]\n")
+            else:  # a blank line between servers, none before the first one shown
+                out.write(f"{chr(10) if shown else ''}[{escape(name, one_line=True)}]\n")
                 _tool_table(tools, out)
+                shown = True
     if args.json:
         _dump(listed, out)
     return status
