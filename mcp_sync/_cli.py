@@ -350,7 +350,7 @@ class Progress:
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
-        self._live = stream.isatty()
+        self._live = _isatty(stream)
         self._shown = False
         self._lock = threading.Lock()
 
