@@ -4,8 +4,8 @@ A closed stdout (``mcp-sync ... >&-``) or stderr (``2>&-``, a daemon's) is None 
 command still runs and what would go there is dropped, as ``print()`` drops it (a closed stderr
 made even a successful call exit 1, and a closed stdout printed a traceback). With stdout
 buffered (no ``PYTHONUNBUFFERED``) a reader that stops early still ends the command quietly with
-141; ``main()`` run in-process on a stream that is not a file does the same. An unknown option
-is bad usage.
+141; ``main()`` run in-process on a stream that is not a file does the same, and writes to any
+object with ``write()``. An unknown option is bad usage.
 """
 
 from __future__ import annotations
@@ -85,6 +85,31 @@ def test_main_in_process_on_a_closed_stream(monkeypatch: pytest.MonkeyPatch, no_
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     assert main(["call", DEMO, "echo", "text=hi"]) == 141
     assert sys.stderr.getvalue() == ""
+
+
+class _Writer:
+    """The least a stream can be: write() and flush(), no isatty() (an application's own writer)."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def write(self, text: str) -> int:
+        self.text += text
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_main_in_process_on_streams_without_isatty(monkeypatch: pytest.MonkeyPatch, no_leaks: None) -> None:
+    """Not a terminal: results as sent, progress one line each."""
+    from mcp_sync._cli import main
+
+    out, err = _Writer(), _Writer()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    assert main(["call", DEMO, "countdown", "n=2"]) == 0
+    assert out.text == "liftoff\n" and "progress 2/2: 0 left\n" in err.text, err.text
 
 
 def test_an_unknown_option_is_bad_usage() -> None:
