@@ -208,10 +208,8 @@ class _AllServers(dict):  # type: ignore[type-arg]
 
 
 def _config_entry(path: str, server: str | None) -> Any:
-    try:
-        from ._config import load_config  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        raise UsageError("--config needs mcp_sync.load_config, which this version of mcp_sync lacks") from None
+    from ._config import load_config
+
     servers = load_config(path)
     if server is None:
         if len(servers) != 1:
@@ -297,11 +295,7 @@ class Saver:
         return path.resolve()
 
 
-def _same(text: str) -> str:
-    return text
-
-
-def print_content(blocks: Iterable[Any], saver: Saver, out: TextIO, clean: Callable[[str], str] = _same) -> None:
+def print_content(blocks: Iterable[Any], saver: Saver, out: TextIO, clean: Callable[[str], str]) -> None:
     """A result's content blocks: text through ``clean`` (:func:`escape` for a terminal, or only
     unencodable characters replaced), files saved, anything else as JSON."""
     for block in blocks:
@@ -320,13 +314,13 @@ def print_content(blocks: Iterable[Any], saver: Saver, out: TextIO, clean: Calla
             out.write(json_text(getattr(block, "raw", block)) + "\n")
 
 
-def print_resource_contents(contents: Iterable[Any], saver: Saver, out: TextIO,
-                            clean: Callable[[str], str] = _same) -> None:
+def print_resource_contents(contents: Iterable[TextResourceContents | BlobResourceContents], saver: Saver,
+                            out: TextIO, clean: Callable[[str], str]) -> None:
     for item in contents:
         if isinstance(item, TextResourceContents):
             text = clean(item.text)
             out.write(text if text.endswith("\n") else text + "\n")
-        elif isinstance(item, BlobResourceContents):
+        else:  # the only other kind: models.ResourceContents is text or blob
             path = saver.save(item.blob, item.mime_type, "blob")
             out.write(f"[{escape(item.uri, one_line=True)} ({escape(item.mime_type or 'blob', one_line=True)})"
                       f" saved to {path}]\n")
@@ -356,7 +350,7 @@ class Progress:
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
-        self._live = stream.isatty()
+        self._live = _isatty(stream)
         self._shown = False
         self._lock = threading.Lock()
 
@@ -439,19 +433,18 @@ def run_command(client: Client, args: argparse.Namespace, words: list[str], canc
             for message in rendered.messages:
                 out.write(f"{escape(str(message.role), one_line=True)}: ")
                 print_content([message.content], saver, out, clean)
-    elif args.command == "call":
+    else:  # "call": argparse takes no other command
         return _call(client, args, words, cancel, saver)
     return EXIT_OK
 
 
-def _is_remote(target: Any) -> bool:
-    """Whether ``target`` is reached over HTTP (no stderr to show), as ``_client_for`` decides."""
+def _is_remote(target: str | Mapping[str, Any]) -> bool:
+    """Whether ``target`` (a URL or command line, or a config entry) is reached over HTTP (no
+    stderr to show), as ``_client_for`` decides."""
     if isinstance(target, str):
         return target.startswith(("http://", "https://"))
-    if isinstance(target, Mapping):
-        kind = str(target.get("type", target.get("transport", ""))).lower()
-        return "url" in target and kind != "stdio"
-    return False
+    kind = str(target.get("type", target.get("transport", ""))).lower()
+    return "url" in target and kind != "stdio"
 
 
 def _stderr_shower(label: Mapping[str, str]) -> Callable[[str], None]:
@@ -476,6 +469,7 @@ def _all_tools(servers: Mapping[str, Any], args: argparse.Namespace, cancel: Can
     out = sys.stdout
     status = EXIT_OK
     listed: dict[str, Any] = {}
+    shown = False
     options = {name: {"stderr": _stderr_shower({"name": name})} for name, entry in servers.items()
                if not _is_remote(entry)}
     group = ClientGroup(dict(servers), timeout=args.timeout, options=options)
@@ -499,9 +493,10 @@ def _all_tools(servers: Mapping[str, Any], args: argparse.Namespace, cancel: Can
                 continue
             if args.json:
                 listed[name] = [tool.raw for tool in tools]
-            else:
-                out.write(f"{'' if name == next(iter(servers)) else chr(10)}[{escape(name, one_line=True)}]\n")
+            else:  # a blank line between servers, none before the first one shown
+                out.write(f"{chr(10) if shown else ''}[{escape(name, one_line=True)}]\n")
                 _tool_table(tools, out)
+                shown = True
     if args.json:
         _dump(listed, out)
     return status
@@ -548,21 +543,35 @@ def _call(client: Client, args: argparse.Namespace, words: list[str], cancel: Ca
 # -- main ---------------------------------------------------------------------------------
 
 
-def _in_worker(work: Callable[[], int], cancel: CancellationToken, on_interrupt: Callable[[], None]) -> int:
-    """Run ``work`` on a thread so the main thread stays free for Ctrl-C: the first cancels the
-    request on the server and waits a little for that to go out; a second one leaves at once."""
+def _on_thread(work: Callable[[], Any], role: str) -> tuple[threading.Event, dict[str, Any]]:
+    """Start ``work`` on a thread; the event is set when it ends (not Thread.join: an interrupted
+    join can leave the thread looking ended), the dict then holds its "value" or its "error"."""
     outcome: dict[str, Any] = {}
-    finished = threading.Event()  # not Thread.join: an interrupted join can leave the thread looking ended
+    finished = threading.Event()
 
     def run() -> None:
         try:
-            outcome["status"] = work()
+            outcome["value"] = work()
         except BaseException as exc:  # handed to the main thread
             outcome["error"] = exc
         finally:
             finished.set()
 
-    spawn(run, "cli", "main")  # the library's one home for threads
+    spawn(run, "cli", role)  # the library's one home for threads
+    return finished, outcome
+
+
+def _outcome(outcome: dict[str, Any]) -> Any:
+    """What the work of :func:`_on_thread` returned, or its error raised here."""
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _in_worker(work: Callable[[], int], cancel: CancellationToken, on_interrupt: Callable[[], None]) -> int:
+    """Run ``work`` on a thread so the main thread stays free for Ctrl-C: the first cancels the
+    request on the server and waits a little for that to go out; a second one leaves at once."""
+    finished, outcome = _on_thread(work, "main")
     try:
         while not finished.wait(0.1):
             pass
@@ -574,9 +583,20 @@ def _in_worker(work: Callable[[], int], cancel: CancellationToken, on_interrupt:
             pass
         on_interrupt()
         return EXIT_INTERRUPTED
-    if "error" in outcome:
-        raise outcome["error"]
-    return int(outcome["status"])
+    return int(_outcome(outcome))
+
+
+def _uninterrupted(work: Callable[[], None]) -> None:
+    """Run ``work`` (closing the servers, which is bounded) to its end whatever Ctrl-C comes
+    meanwhile: an interrupted close left a server that ignores the end of its stdin running."""
+    finished, outcome = _on_thread(work, "close")
+    while True:
+        try:
+            finished.wait()
+            break
+        except KeyboardInterrupt:
+            continue
+    _outcome(outcome)
 
 
 class _LogFormat(logging.Formatter):
@@ -623,8 +643,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_command(opened, args, words, cancel)
 
     def close() -> None:
-        for opened in client:
-            opened.close()
+        def close_all() -> None:
+            for opened in client:
+                opened.close()
+
+        _uninterrupted(close_all)
 
     try:
         status = _in_worker(work, cancel, close)
@@ -676,8 +699,18 @@ def _buffered_stdout() -> None:
                                       errors="replace", line_buffering=True)
 
 
+def _closed_streams_to_devnull() -> None:
+    """A stdout or stderr whose file descriptor is closed (``mcp-sync ... >&-``, a daemon's
+    closed stderr) is None in Python: what goes there is dropped, as ``print()`` drops it, and
+    the command still runs (a closed stderr failed even a successful call, with status 1)."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # open until the process ends
+
+
 def entry_point() -> None:
     """The ``mcp-sync`` console script. Example: ``mcp-sync tools "python server.py"``."""
+    _closed_streams_to_devnull()
     _buffered_stdout()
     for stream in (sys.stdout, sys.stderr):  # a terminal in a non-UTF-8 locale: "?" beats a crash
         reconfigure = getattr(stream, "reconfigure", None)

@@ -455,7 +455,7 @@ def load_config(source: ConfigSource, inputs: Mapping[str, Any] | None = None) -
         _check_depth(plain, file)
         try:
             data = json.loads(plain)
-        except RecursionError:  # not expected past _check_depth; kept so that no input can crash
+        except RecursionError:  # pragma: no cover - _check_depth refused deep nesting; kept so no input can crash
             raise ConfigError(f"nested more than {MAX_DEPTH} levels deep", file=file) from None
         except ValueError as exc:  # also int("1" * 5000): Python refuses over 4300 digits
             raise ConfigError(f"not valid JSON: {_short(str(exc), 200)}", file=file) from None

@@ -299,5 +299,5 @@ def _close_shared() -> None:
             pass
 
 
-if hasattr(os, "register_at_fork"):
+if hasattr(os, "register_at_fork"):  # pragma: no branch - false only where there is no fork (Windows)
     os.register_at_fork(after_in_child=_forget_shared_after_fork)

@@ -730,9 +730,7 @@ def drop_optional_nulls(arguments: Mapping[str, Any], schema: Any) -> dict[str, 
                     stack.extend((copy_list, i, items, depth + 1) for i, v in enumerate(copy_list)
                                  if isinstance(v, (dict, list)))
                 continue
-            if not isinstance(value, dict):
-                continue
-            props = node.get("properties")
+            props = node.get("properties")  # value is a dict: only dicts and lists are ever pushed
             if not isinstance(props, Mapping):
                 continue
             listed = node.get("required")
@@ -1044,8 +1042,7 @@ class LLMFormatsMixin:
             tool_name, schema = self._tool_names.resolve(parsed.name, self._llm_tools)
             if tool_name is None:
                 return _error_message(parsed, _unknown_tool(parsed.name, self._tool_names.offered()))
-            if schema is not None:
-                arguments = drop_optional_nulls(arguments, schema)
+            arguments = drop_optional_nulls(arguments, schema)
             shown = self._tool_to_approve(tool_name) if approve is not None else None
         except (MCPError, ValueError, RecursionError) as exc:  # listing failed: the model reads why and goes on
             return _failed(parsed, exc)

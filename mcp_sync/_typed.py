@@ -126,12 +126,10 @@ def _is_typed_dict(tp: Any) -> bool:
 
 def _required_keys(tp: Any) -> set[str]:
     """A TypedDict's required keys, read from its hints: ``__required_keys__`` is wrong for
-    ``NotRequired[...]`` written as a string (``from __future__ import annotations``)."""
+    ``NotRequired[...]`` written as a string (``from __future__ import annotations``). Called
+    after :func:`_hints` resolved the same hints, so this resolves too."""
     required: set[str] = set()
-    try:
-        hints = typing.get_type_hints(tp, include_extras=True)
-    except Exception:
-        return set(getattr(tp, "__required_keys__", ()))
+    hints = typing.get_type_hints(tp, include_extras=True)
     total = getattr(tp, "__total__", True)
     listed = set(getattr(tp, "__required_keys__", ()))
     for name, hint in hints.items():

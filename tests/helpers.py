@@ -5,6 +5,7 @@ oauthkit.py."""
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import threading
@@ -149,3 +150,78 @@ def open_fds() -> dict[int, str]:
         except OSError:
             pass
     return fds
+
+
+# -- LLM providers (#20.3, #20.4): their SDKs' message types, and a local stand-in for their APIs ----------
+
+
+@functools.cache
+def provider_message_validator(fmt: str) -> Any:
+    """The provider SDK's own chat message type (``"openai"``: ``ChatCompletionMessageParam``,
+    ``"anthropic"``: ``MessageParam``) as a pydantic validator of our dicts; built once per format."""
+    import pydantic
+
+    if fmt == "openai":
+        from openai.types.chat import ChatCompletionMessageParam
+
+        return pydantic.TypeAdapter(ChatCompletionMessageParam)
+    from anthropic.types import MessageParam
+
+    return pydantic.TypeAdapter(MessageParam)
+
+
+class FakeProvider:
+    """A local stand-in for the OpenAI and Anthropic HTTP APIs: answers each POST with the next
+    scripted reply and records ``(path, headers, body)`` (header names in lower case: the SDKs
+    send them so). ``close()`` stops its thread."""
+
+    def __init__(self, replies: list[dict[str, Any]]) -> None:
+        import json
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.replies = list(replies)
+        self.requests: list[tuple[str, dict[str, str], Any]] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                headers = {name.lower(): value for name, value in self.headers.items()}
+                fake.requests.append((self.path, headers, body))
+                data = json.dumps(fake.replies.pop(0)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+    def __enter__(self) -> FakeProvider:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def chat_completion(message: dict[str, Any], finish: str | None, model: str = "gpt-4.1-mini") -> dict[str, Any]:
+    """An OpenAI Chat Completions reply with one choice: ``message`` (besides its role) and ``finish``."""
+    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}]}
+
+
+def anthropic_message(content: list[dict[str, Any]], stop: str | None, model: str = "claude-mini") -> dict[str, Any]:
+    """An Anthropic Messages reply of ``content`` blocks, stopped for ``stop``."""
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": content,
+            "stop_reason": stop, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}

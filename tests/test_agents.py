@@ -16,6 +16,7 @@ from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple, Union
 
 import attrs
 import pytest
+from helpers import FakeProvider, anthropic_message, chat_completion, provider_message_validator
 from typing_extensions import NotRequired, TypedDict
 
 import mcp_sync
@@ -448,19 +449,6 @@ def test_group_call_tool_as_task() -> None:
 # -- #20.4 prompts as chat messages ----------------------------------------------------------------
 
 
-def _sdk_validator(fmt: str) -> Any:
-    """The provider SDK's own message type, as a pydantic validator of our dicts."""
-    import pydantic
-
-    if fmt == "openai":
-        from openai.types.chat import ChatCompletionMessageParam
-
-        return pydantic.TypeAdapter(ChatCompletionMessageParam)
-    from anthropic.types import MessageParam
-
-    return pydantic.TypeAdapter(MessageParam)
-
-
 def test_prompt_to_openai_messages(sdk: mcp_sync.Client) -> None:
     messages = sdk.get_prompt("review", {"code": "x = 1"}).to_messages(format="openai")
     user, assistant = messages
@@ -471,7 +459,7 @@ def test_prompt_to_openai_messages(sdk: mcp_sync.Client) -> None:
     assert parts[2] == {"type": "text", "text": "[resource file:///review/code.py]\nx = 1"}
     assert parts[3] == {"type": "file", "file": {"filename": "spec.pdf",
                                                  "file_data": "data:application/pdf;base64,JVBERi0xLjAKJSVFT0YK"}}
-    validator = _sdk_validator("openai")
+    validator = provider_message_validator("openai")
     for message in messages:
         validator.validate_python(message)
     assert sdk.get_prompt("greet", {"name": "Ada"}).to_messages() == [{"role": "user", "content": "Please greet Ada."}]
@@ -487,7 +475,7 @@ def test_prompt_to_anthropic_messages(sdk: mcp_sync.Client) -> None:
     assert blocks[2] == {"type": "document", "title": "file:///review/code.py",
                          "source": {"type": "text", "media_type": "text/plain", "data": "x = 1"}}
     assert blocks[3]["source"] == {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0xLjAKJSVFT0YK"}
-    validator = _sdk_validator("anthropic")
+    validator = provider_message_validator("anthropic")
     for message in messages:
         validator.validate_python(message)
 
@@ -523,51 +511,6 @@ def test_prompt_messages_made_by_hand_and_odd_blocks() -> None:
 # -- #20.3 sampling through an LLM -----------------------------------------------------------------
 
 
-class FakeLLM:
-    """A local stand-in for the OpenAI and Anthropic APIs: scripted replies, recorded requests."""
-
-    def __init__(self, replies: list[dict[str, Any]]) -> None:
-        import json
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        self.replies, self.requests = list(replies), []  # type: ignore[var-annotated]
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.requests.append((self.path, body))
-                data = json.dumps(fake.replies.pop(0)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def _chat_reply(message: dict[str, Any], finish: str, model: str = "gpt-4.1-mini") -> dict[str, Any]:
-    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}]}
-
-
-def _anthropic_reply(content: list[dict[str, Any]], stop: str, model: str = "claude-mini") -> dict[str, Any]:
-    return {"id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": content,
-            "stop_reason": stop, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
-
-
 def _sampling_client(mode: str, on_sampling: Any) -> mcp_sync.Client:
     return mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], mode=mode, timeout=30, on_sampling=on_sampling,
                                  sampling_tools=True)
@@ -582,8 +525,8 @@ def test_openai_sampling(mode: str) -> None:
     import mcp_sync.llm
 
     call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}
-    fake = FakeLLM([_chat_reply({"content": "42"}, "stop"),
-                    _chat_reply({"content": None, "tool_calls": [call]}, "tool_calls", model="gpt-4.1")])
+    fake = FakeProvider([chat_completion({"content": "42"}, "stop"),
+                    chat_completion({"content": None, "tool_calls": [call]}, "tool_calls", model="gpt-4.1")])
     try:
         handler = mcp_sync.llm.openai_sampling(openai.OpenAI(base_url=f"{fake.url}/v1", api_key="sk-test"),
                                                model="gpt-4.1", models=["gpt-4.1-mini"])
@@ -595,7 +538,7 @@ def test_openai_sampling(mode: str) -> None:
             assert with_tools["stopReason"] == "toolUse" and with_tools["model"] == "gpt-4.1"
             assert with_tools["content"] == [{"type": "tool_use", "id": "call_1", "name": "get_weather",
                                               "input": {"city": "Oslo"}}]
-        (path, body), (_, tools_body) = fake.requests
+        (path, _, body), (_, _, tools_body) = fake.requests
         assert path == "/v1/chat/completions" and body["model"] == "gpt-4.1-mini"  # the hint "mini" chose it
         assert body["messages"][0] == {"role": "system", "content": "Answer briefly."}
         user = body["messages"][1]
@@ -616,9 +559,9 @@ def test_anthropic_sampling(mode: str) -> None:
 
     import mcp_sync.llm
 
-    fake = FakeLLM([
-        _anthropic_reply([{"type": "text", "text": "4"}, {"type": "text", "text": "2"}], "stop_sequence"),
-        _anthropic_reply([{"type": "text", "text": "Looking."},
+    fake = FakeProvider([
+        anthropic_message([{"type": "text", "text": "4"}, {"type": "text", "text": "2"}], "stop_sequence"),
+        anthropic_message([{"type": "text", "text": "Looking."},
                           {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}],
                          "tool_use", model="claude-big"),
     ])
@@ -634,7 +577,7 @@ def test_anthropic_sampling(mode: str) -> None:
             assert with_tools["content"] == [
                 {"type": "text", "text": "Looking."},
                 {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}]
-        (path, body), (_, tools_body) = fake.requests
+        (path, _, body), (_, _, tools_body) = fake.requests
         assert path == "/v1/messages" and body["model"] == "claude-mini" and body["system"] == "Answer briefly."
         assert (body["max_tokens"], body["stop_sequences"], body["temperature"]) == (64, ["END"], 0.25)
         content = body["messages"][0]["content"]
@@ -736,7 +679,7 @@ def test_openai_agents_tools_in_a_run(sdk: mcp_sync.Client) -> None:
         return {"id": "resp_1", "object": "response", "created_at": 0, "model": "gpt-4.1", "output": output,
                 "status": "completed", "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
 
-    fake = FakeLLM([
+    fake = FakeProvider([
         response([{"type": "function_call", "id": "fc_1", "call_id": "call_1", "status": "completed",
                    "name": "add", "arguments": '{"a": 2, "b": 40}'}]),
         response([{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
@@ -750,9 +693,9 @@ def test_openai_agents_tools_in_a_run(sdk: mcp_sync.Client) -> None:
         agents.set_tracing_disabled(True)
         result = agents.Runner.run_sync(agent, "What is 2 + 40?")
         assert result.final_output == "It is 42."
-        sent = fake.requests[0][1]
+        sent = fake.requests[0][2]
         assert {"add", "echo"} <= {tool["name"] for tool in sent["tools"]}
-        outputs = [item for item in fake.requests[1][1]["input"] if item.get("type") == "function_call_output"]
+        outputs = [item for item in fake.requests[1][2]["input"] if item.get("type") == "function_call_output"]
         assert outputs and outputs[0]["output"] == "42"
     finally:
         fake.close()

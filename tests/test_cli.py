@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import configparser
 import json
-import os
 import re
-import signal
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from clikit import RunningCli, run_cli
 
 from conftest import PY, ROOT, SDK_SERVER, SERVERS
 
@@ -28,12 +25,7 @@ pytestmark = pytest.mark.timeout(60)
 DEMO = f"{PY} {ROOT / 'examples' / 'demo_server.py'}"
 SDK_STDIO = f"{PY} {SDK_SERVER} stdio"
 TAP = SERVERS / "wire_tap.py"
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80"}
-
-
-def cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PY, "-m", "mcp_sync", *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=ROOT, env=ENV)
+cli = run_cli
 
 
 def test_tools_human_columns_and_json() -> None:
@@ -111,35 +103,15 @@ def test_images_and_blobs_are_saved(everything_js: Path, tmp_path: Path) -> None
     assert path.exists() and path.stat().st_size > 0
 
 
-def interrupt_during(args: list[str], started: str = "progress") -> tuple[subprocess.Popen[str], str, float]:
-    """Start the CLI, send SIGINT once ``started`` shows on its stderr; returns it ended, its stderr,
-    and how long it took to exit after the signal."""
-    proc = subprocess.Popen([PY, "-m", "mcp_sync", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=ROOT, env=ENV)
-    seen = threading.Event()
-    lines: list[str] = []
-
-    def read() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.append(line)
-            if started in line:
-                seen.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        assert seen.wait(30), "".join(lines)
-        proc.send_signal(signal.SIGINT)
+def interrupt_during(args: list[str], started: str = "progress") -> tuple[int, str, float]:
+    """Start the CLI, send SIGINT once ``started`` shows on its stderr; returns its exit status, its
+    stderr, and how long it took to exit after the signal."""
+    with RunningCli(*args) as running:
+        running.wait_for(started)
+        running.interrupt()
         sent = time.monotonic()
-        proc.wait(15)
-        took = time.monotonic() - sent
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(5)
-    reader.join(5)
-    return proc, "".join(lines), took
+        status, _, stderr = running.finish(15)
+        return status, stderr, time.monotonic() - sent
 
 
 def cancels_in(log: Path) -> list[dict[str, Any]]:
@@ -161,15 +133,15 @@ def cancels_in(log: Path) -> list[dict[str, Any]]:
 def test_ctrl_c_cancels_on_the_server_and_exits_130(server: str, call: list[str], tmp_path: Path) -> None:
     log = tmp_path / "wire.jsonl"
     target = f"{PY} {TAP} {log} {server}"
-    proc, stderr, took = interrupt_during(["call", target, *call])
-    assert proc.returncode == 130, stderr
+    status, stderr, took = interrupt_during(["call", target, *call])
+    assert status == 130, stderr
     assert took < 10
     assert cancels_in(log), log.read_text() if log.exists() else "no wire log"
 
 
 def test_ctrl_c_over_http(sdk_http_url: str) -> None:
-    proc, stderr, took = interrupt_during(["call", sdk_http_url, "slow", "seconds=20"])
-    assert proc.returncode == 130, stderr
+    status, stderr, took = interrupt_during(["call", sdk_http_url, "slow", "seconds=20"])
+    assert status == 130, stderr
     assert took < 10
     # the server is still fine for the next caller
     assert cli("call", sdk_http_url, "echo", "text=after").stdout == "after\n"

@@ -12,6 +12,7 @@ from typing import Any, Iterator
 
 import jsonschema
 import pytest
+from helpers import FakeProvider
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -311,43 +312,6 @@ def test_examples_show_help_without_keys(example: str) -> None:
     assert result.returncode == 0 and "usage" in result.stdout.lower(), result.stderr
 
 
-class _FakeProvider:
-    """A local stand-in for an LLM API: answers each POST with the next scripted reply, records the bodies."""
-
-    def __init__(self, replies: list[dict[str, Any]]) -> None:
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        self.replies, self.requests = list(replies), []  # type: ignore[var-annotated]
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                # header names are case-insensitive: the SDKs send them in lower case (#18.7)
-                headers = {name.lower(): value for name, value in self.headers.items()}
-                fake.requests.append((self.path, headers, body))
-                data = json.dumps(fake.replies.pop(0)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        import threading
-
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def _run_example(example: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     full_env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), **env}
     return subprocess.run([sys.executable, str(ROOT / "examples" / example), "What is 2 + 40?", *args],
@@ -368,7 +332,7 @@ def test_openai_loop_end_to_end(api: str) -> None:
                            "arguments": '{"a": 2, "b": 40}', "status": "completed"}]
         final = {"output": [{"type": "message", "role": "assistant",
                              "content": [{"type": "output_text", "text": "It is 42."}]}]}
-    fake = _FakeProvider([call, final])
+    fake = FakeProvider([call, final])
     try:
         result = _run_example("openai_loop.py", "--api", api, "--base-url", f"{fake.url}/v1",
                               env={"OPENAI_API_KEY": "sk-test"})
@@ -392,7 +356,7 @@ def test_anthropic_loop_end_to_end() -> None:
     first["content"] = [{"type": "text", "text": "Adding."},
                         {"type": "tool_use", "id": "toolu_1", "name": "s0__add", "input": {"a": 2, "b": 40}}]
     final = {**first, "content": [{"type": "text", "text": "It is 42."}], "stop_reason": "end_turn"}
-    fake = _FakeProvider([first, final])
+    fake = FakeProvider([first, final])
     try:
         result = _run_example("anthropic_loop.py", "--base-url", fake.url, env={"ANTHROPIC_API_KEY": "sk-ant-test"})
     finally:

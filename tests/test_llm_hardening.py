@@ -25,7 +25,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mcp_sync
-from mcp_sync._llm_formats import EXPANSION_BUDGET, assign_names, drop_optional_nulls, llm_name, openai_strict_schema
+from mcp_sync._llm_formats import (
+    EXPANSION_BUDGET,
+    assign_names,
+    drop_optional_nulls,
+    gemini_schema,
+    llm_name,
+    openai_strict_schema,
+)
 
 from conftest import PY
 
@@ -96,6 +103,25 @@ def test_exponential_refs_are_bounded_for_every_provider(shape: str, caplog: pyt
     assert [t["function"]["strict"] for t in strict] == [False, True]  # the big one sent non-strict
     plain = mcp_sync.to_anthropic_tools([tool])[0]["input_schema"]
     assert plain["$defs"] == schema["$defs"] and plain["properties"]["q"] == schema["properties"]["q"]  # refs kept
+
+
+def test_a_schema_too_big_to_clean_is_sent_loose_and_its_arguments_as_they_are(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """gemini_schema called on its own stops at the budget too (a loose object, with a warning); and
+    run_tool_call on a tool whose schema is too big to look for optional nulls in sends the model's
+    arguments unchanged (the server judges them) instead of expanding the schema."""
+    schema = doubling_schema(30, "allOf")
+    caplog.set_level(logging.INFO, logger="mcp_sync")
+    start = time.monotonic()
+    assert gemini_schema(schema) == {"type": "object"}
+    assert any("expands past" in message for message in _warnings(caplog))
+    with mcp_sync.Client.stdio(PY, _server(tmp_path, [{"name": "bomb", "inputSchema": schema}]), timeout=20) as client:
+        call = {"id": "1", "type": "function", "function": {"name": "bomb", "arguments": '{"q": null, "x": null}'}}
+        out = client.run_tool_call(call)
+    assert json.loads(out["content"])["args"] == {"q": None, "x": None}
+    assert any("too large to look for optional nulls" in r.getMessage() for r in caplog.records)
+    assert time.monotonic() - start < 2 * BOUND
 
 
 def test_a_small_shared_ref_is_still_inlined() -> None:

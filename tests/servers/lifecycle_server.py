@@ -2,7 +2,7 @@
 
 Run:  python lifecycle_server.py [--era dual|modern|legacy] [--start-delay S] [--silent]
                                  [--discover-error nodata|empty] [--init-error CODE]
-                                 [--linger S]
+                                 [--linger S] [--ignore-eof] [--announce]
 
 Python 3.9+, standard library only; newline-delimited JSON-RPC 2.0 on stdin/stdout.
 
@@ -16,6 +16,10 @@ Python 3.9+, standard library only; newline-delimited JSON-RPC 2.0 on stdin/stdo
 - ``--init-error CODE``: ``initialize`` gets a JSON-RPC error with that code.
 - ``--linger S``: on end of stdin, and on SIGTERM, keeps running S more seconds
   (a server slow to exit); SIGKILL still ends it.
+- ``--ignore-eof``: on end of stdin keeps running until a signal ends it (SIGTERM does; a
+  server that does not take EOF as its cue, but is no harder to stop).
+- ``--announce``: writes ``started <pid>`` to stderr first, and ``stdin closed`` when its
+  stdin ends (so a test knows when a client has started it, and when it began closing it).
 - ``--doomed-if FILE``: when FILE exists, exits (code 9) right after answering
   its first request (a server that dies as soon as it has started).
 - ``subscriptions/listen``: acknowledged at once, then left open.
@@ -112,9 +116,14 @@ def main() -> None:
     parser.add_argument("--init-error", type=int)
     parser.add_argument("--linger", type=float, default=0.0)
     parser.add_argument("--doomed-if")
+    parser.add_argument("--ignore-eof", action="store_true")
+    parser.add_argument("--announce", action="store_true")
     args = parser.parse_args()
     if args.linger:
         signal.signal(signal.SIGTERM, lambda *_: None)
+    if args.announce:
+        sys.stderr.write(f"started {os.getpid()}\n")
+        sys.stderr.flush()
     time.sleep(args.start_delay)
     for line in sys.stdin:
         if args.silent or not line.strip():
@@ -125,6 +134,11 @@ def main() -> None:
             continue
         if isinstance(message, dict) and "method" in message:
             threading.Thread(target=handle, args=(args, message), daemon=True).start()
+    if args.announce:
+        sys.stderr.write("stdin closed\n")
+        sys.stderr.flush()
+    while args.ignore_eof:
+        time.sleep(60)
     time.sleep(args.linger)
     os._exit(0)
 
