@@ -107,6 +107,14 @@ def non_finite_path(value: Any, root: str = "params") -> str | None:
     return None
 
 
+def _text_of(error: Any) -> str:
+    """An exception's text for a message, whatever the object (its ``str()`` may raise)."""
+    try:
+        return str(error)
+    except Exception:
+        return type(error).__name__
+
+
 def _holds_non_finite(value: Any) -> bool:
     containers: list[Any] = [value]
     isfinite = math.isfinite
@@ -465,11 +473,14 @@ class Engine:
         else:
             self.transport.send(message)
 
-    def _abort_quietly(self, request_id: Any) -> None:
+    def _abort_quietly(self, request_id: Any) -> bool:
+        """End a request at the transport level; True when that *is* its cancellation. A failure
+        is logged: the call is cancelled already, and the wire is told by a notice instead."""
         try:
-            self.transport.abort(request_id)
-        except Exception:  # the cancel itself has succeeded; the wire is told again after the wait
+            return bool(self.transport.abort(request_id))
+        except Exception:
             log.debug("mcp_sync: aborting %s on the %s transport failed", request_id, self.name, exc_info=True)
+            return False
 
     def _cancel_on_wire(self, request_id: Any, reason: str | None) -> None:
         """Tell the server a request is abandoned, without waiting for it (#17.9).
@@ -486,9 +497,9 @@ class Engine:
         params: dict[str, Any] = {"requestId": request_id}
         if reason:
             params["reason"] = reason
+        if self._abort_quietly(request_id):
+            return
         try:
-            if self.transport.abort(request_id):
-                return
             if self._send_takes_timeout:
                 # timeout=0: written only if it needs no wait. A line started but not finished
                 # is completed by the next write, so the background copy may repeat it; a
@@ -597,26 +608,32 @@ class Engine:
 
     def fail(self, request_id: Any, error: MCPError) -> None:
         """Transport thread: the answer to ``request_id`` could not be read. Never raises."""
+        pending: _Pending | None = None
         try:
             key = normalize_id(request_id)
             with self._lock:
                 pending = self._pending.get(key) if type(key) is int else None
             if pending is None:
-                log.debug("mcp_sync: %s: failure for unknown request %s: %s", self.name, preview(request_id), error)
+                log.debug("mcp_sync: %s: failure for unknown request %s: %s", self.name, preview(request_id),
+                          _text_of(error))
                 return
             if not isinstance(error, MCPError):
-                error = ProtocolError(str(error), method=pending.method, request_id=key)
+                error = ProtocolError(_text_of(error) or "the answer could not be read", method=pending.method,
+                                      request_id=key)
             error.method = error.method or pending.method
             if error.request_id is None:  # the error names its request, like every other
                 error.request_id = key
             pending.outcome.settle(error=error)
         except Exception:
             log.exception("mcp_sync: fail(%s) failed", preview(request_id))
+            if pending is not None:  # whatever the transport handed over, the waiter is released
+                pending.outcome.settle(error=ProtocolError(
+                    f"{pending.method}: the answer could not be read", method=pending.method, request_id=key))
 
     def closed(self, error: ConnectionClosed) -> None:
         """The connection ended: every waiting request raises ConnectionClosed now. Never raises."""
-        if not isinstance(error, ConnectionClosed):
-            error = ConnectionClosed(str(error) or "the connection closed")
+        if not isinstance(error, ConnectionClosed) or not isinstance(getattr(error, "message", None), str):
+            error = ConnectionClosed(_text_of(error) or "the connection closed")  # whatever the transport gave
         with self._lock:
             if self._closed_error is not None:
                 return
@@ -627,7 +644,8 @@ class Engine:
                 entry.outcome.settle(error=_copy_closed(error, entry.method, request_id))
             except Exception:
                 log.exception("mcp_sync: releasing request %s failed", request_id)
-                entry.outcome.settle(error=ConnectionClosed(error.message, method=entry.method, request_id=request_id))
+                fallback = ConnectionClosed(_text_of(error), method=entry.method, request_id=request_id)
+                entry.outcome.settle(error=fallback)
         if self.on_closed is not None:
             self.dispatcher.submit(self.on_closed, error)
 

@@ -408,8 +408,6 @@ def test_an_abort_that_fails_on_the_cancelling_thread_does_not_undo_the_cancel(
     engine.close()
 
 
-@pytest.mark.xfail(strict=True, raises=OSError, reason="engine bug (reported): the abort after the wait is not "
-                   "guarded like the one on the cancelling thread, so its OSError replaces Cancelled")
 def test_a_cancelled_request_raises_cancelled_whatever_abort_raises() -> None:
     """A transport whose abort() always raises: the cancelled caller must still get Cancelled
     (the cancel has succeeded), not the transport's exception."""
@@ -541,8 +539,6 @@ class UnprintableError(Exception):
         raise RuntimeError("no text")
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug (reported): closed() raises AttributeError from its own fallback, "
-                   "fail() logs and returns; either way the waiting request is not released")
 @pytest.mark.parametrize("end", ["closed with a messageless ConnectionClosed", "failed with an unprintable error"])
 def test_the_sink_methods_release_the_waiter_whatever_error_they_are_given(end: str) -> None:
     """closed() and fail() never raise and always settle the waiting request, whatever

@@ -91,13 +91,10 @@ def closed_stdin_engine() -> Engine:
 MARGIN = 0.6
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="stdio bug (reported): the cancellation's EPIPE builds a ConnectionClosed that "
-                   "waits 1 s for the (live) server to exit and 0.2 s for its stderr, on the caller's thread")
 def test_a_timed_out_call_returns_at_its_deadline_when_the_server_closed_its_stdin() -> None:
     """#17.9 says a timed-out call returns at its deadline. The server closed its stdin after
     reading the request, so the cancellation cannot be written (EPIPE): that must not hold
-    the caller. Today it returns about 1.2 s late."""
+    the caller (it returned about 1.2 s late: the error waited for the live server to exit)."""
     engine = closed_stdin_engine()
     try:
         started = time.monotonic()
@@ -109,9 +106,6 @@ def test_a_timed_out_call_returns_at_its_deadline_when_the_server_closed_its_std
         engine.close()
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="stdio bug (reported): a write's EPIPE is described as the server having exited "
-                   "(before answering anything, with the environment hint) while it still runs")
 def test_a_server_that_closed_its_stdin_is_not_said_to_have_exited() -> None:
     """The server closed its stdin but still runs: a request it cannot take fails with
     ConnectionClosed, whose message must not say the server exited."""

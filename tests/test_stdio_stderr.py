@@ -81,8 +81,6 @@ def test_without_a_parent_stderr_the_lines_are_kept_and_nothing_fails(
     assert "the stderr target raised" not in caplog.text
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="stdio bug (reported): close() wakes the stderr reader, "
-                   "which stops at once and drops the lines still in the pipe (test_faults' chatty stderr test flakes)")
 def test_close_delivers_the_stderr_lines_still_in_the_pipe(no_leaks: None) -> None:
     """The server writes 500 stderr lines, then answers; the application's target takes 4 ms a
     line, so when the client closes right after the answer up to a pipe's worth of lines

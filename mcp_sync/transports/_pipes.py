@@ -20,6 +20,9 @@ from typing import Any, Callable, Iterator
 #: How long a blocked writer sleeps between looks at its deadline and at close().
 _WRITE_SLICE = 0.1
 _READ_CHUNK = 1 << 16
+#: Once woken to stop, a reader still reads what is already in its pipe, up to this much (a
+#: process that keeps writing cannot keep it going).
+_DRAIN_BYTES = 1 << 20
 
 CAN_POLL = sys.platform != "win32"
 if CAN_POLL:
@@ -68,7 +71,8 @@ def read_lines(fd: int, wake_fd: int | None, max_line: int) -> Iterator[tuple[by
     A line longer than ``max_line`` bytes is yielded once, as soon as it passes
     the bound, as its first ``max_line`` bytes with ``cut=True``; the rest of it
     is skipped. So memory stays bounded by ``max_line`` plus one read. Ends at
-    end of file, or when ``wake_fd`` becomes readable (POSIX).
+    end of file, or when ``wake_fd`` becomes readable (POSIX) and what the pipe already
+    holds is read (at most ``_DRAIN_BYTES`` more).
     """
     pending = bytearray()
     skipping = False
@@ -110,11 +114,20 @@ def _reader(fd: int, wake_fd: int | None) -> Callable[[], bytes]:
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     poller.register(wake_fd, select.POLLIN)
+    drain = [_DRAIN_BYTES]  # once woken: what may still be read of what is already in the pipe
 
     def read() -> bytes:
         while True:  # wait first: one poll and one read per arrival, no EAGAIN round trip
             if any(ready_fd == wake_fd for ready_fd, _ in poller.poll()):
-                return b""
+                # woken: deliver what is already in the pipe (the last lines), then stop
+                if drain[0] <= 0:
+                    return b""
+                try:
+                    data = os.read(fd, min(_READ_CHUNK, drain[0]))
+                except BlockingIOError:
+                    return b""
+                drain[0] -= len(data)
+                return data
             try:
                 return os.read(fd, _READ_CHUNK)
             except BlockingIOError:

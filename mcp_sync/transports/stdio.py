@@ -269,10 +269,10 @@ class StdioTransport(BaseTransport):
                 finally:
                     lock.release()
         except (OSError, ValueError) as exc:  # BrokenPipe, or closed file
-            raise self._closed_error("could not write to the server") from exc
+            raise self._closed_error("could not write to the server", on_caller=True) from exc
         if why is not None:  # made outside the lock: _closed_error waits a little for the process
             if self._closing:
-                raise self._closed_error("could not write to the server")
+                raise self._closed_error("could not write to the server", on_caller=True)
             method = message.get("method")
             raise RequestTimeout(
                 f"{method if isinstance(method, str) else 'answer'}: could not write to {self.name} "
@@ -331,8 +331,9 @@ class StdioTransport(BaseTransport):
         return "; ".join(parts)
 
     def close(self) -> None:
-        """Stop the server: close stdin, wait, SIGTERM, wait, SIGKILL the process group; join
-        every thread. Returns within about three ``shutdown_timeout``. Idempotent."""
+        """Stop the server: close stdin, wait, SIGTERM, wait, SIGKILL the process group; let the
+        readers deliver the last lines; join every thread. Returns within about five
+        ``shutdown_timeout``. Idempotent."""
         with self._close_lock:
             if self._closing:
                 return
@@ -343,7 +344,13 @@ class StdioTransport(BaseTransport):
             self._stop_process(process)
             if not stdin_closed:
                 self._close_stdin(process)
-        if self._wake is not None:  # a process outside the group may still hold the pipes
+        # The server has ended: its pipes reach end of file once their last lines are read, so the
+        # readers get one shutdown_timeout to deliver them (the last stderr lines are often the
+        # ones that explain); the wake-up is for a process outside the group that holds a pipe.
+        grace = time.monotonic() + self.shutdown_timeout
+        for thread in self._threads[:2]:
+            join_quietly(thread, max(grace - time.monotonic(), 0.0))
+        if self._wake is not None:
             self._wake[1].write(b"x")
         for thread in self._threads:
             join_quietly(thread, self.shutdown_timeout)
@@ -534,25 +541,31 @@ class StdioTransport(BaseTransport):
         if self._sink is not None:
             self._sink.closed(self._closed_error("the server closed the connection"))
 
-    def _closed_error(self, what: str) -> ConnectionClosed:
+    def _closed_error(self, what: str, *, on_caller: bool = False) -> ConnectionClosed:
+        """The ConnectionClosed that says why: the exit code, the last stderr lines. On a reader
+        thread it waits a little for the process to exit and its last lines to arrive; on the
+        caller's thread (a write that failed) only a moment, since that is the caller's time: a
+        server that closed its stdin may well still run."""
         process = self._process
         code = None
         if process is not None:
             try:
-                code = process.wait(1.0)
+                code = process.wait(0.1 if on_caller else 1.0)
             except subprocess.TimeoutExpired:
                 code = None
-        stderr_threads = self._threads[1:2]
-        for thread in stderr_threads:  # let the last stderr lines arrive
-            join_quietly(thread, 0.2)
+        if not on_caller:
+            for thread in self._threads[1:2]:  # let the last stderr lines arrive
+                join_quietly(thread, 0.2)
         tail = "\n".join(self._stderr_tail)
         unread = 0
         if process is not None and process.stdin is not None and not process.stdin.closed:
             unread = unread_bytes(process.stdin.fileno())
+        who = self.name if self.target.startswith(self.name) else f"{self.name} ({self.target})"
         if self._closing:
             message = f"{what}: the client closed it"
+        elif on_caller and code is None:  # the pipe broke, the process runs on
+            message = f"{what}: {who} closed its stdin (it still runs)"
         else:
-            who = self.name if self.target.startswith(self.name) else f"{self.name} ({self.target})"
             message = f"{what}: {who} {describe_exit(code)}"
             if not self._answered:
                 message += " before answering anything"
