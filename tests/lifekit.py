@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
-from typing import Any
+import time
+from typing import Any, Callable
 
 from helpers import in_thread, wait_until
 
 import mcp_sync
 
-__all__ = ["gone", "in_thread", "server_pid", "transport_of", "wait_for"]
+__all__ = ["gone", "in_child", "in_thread", "server_pid", "transport_of", "wait_for"]
 
 
 def server_pid(client: mcp_sync.Client) -> int | None:
@@ -38,3 +40,33 @@ def gone(pid: int | None) -> bool:
 
 
 wait_for = wait_until  # the one wait helper lives in helpers.py (#22.10)
+
+
+def in_child(work: Callable[[], dict[str, Any]], timeout: float = 30) -> dict[str, Any]:
+    """Fork; run ``work`` in the child; return what it reported (or the exception it raised)."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report, then leave without running the parent's cleanups
+        os.close(read_end)
+        try:
+            report = work()
+        except BaseException as exc:
+            report = {"error": f"{type(exc).__name__}: {exc}"}
+        os.write(write_end, json.dumps(report).encode())
+        os._exit(0)
+    os.close(write_end)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            chunk = os.read(read_end, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+        waited = 0.0
+        while os.waitpid(pid, os.WNOHANG) == (0, 0) and waited < 10:
+            time.sleep(0.05)
+            waited += 0.05
+    return json.loads(b"".join(chunks) or b'{"error": "no report"}')

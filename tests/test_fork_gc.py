@@ -12,15 +12,13 @@ collector (server process ended, threads gone) with a ResourceWarning.
 from __future__ import annotations
 
 import gc
-import json
 import os
 import threading
-import time
 import warnings
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-from lifekit import gone, server_pid, transport_of, wait_for
+from lifekit import gone, in_child, server_pid, transport_of, wait_for
 
 import mcp_sync
 
@@ -31,36 +29,6 @@ pytestmark = [
     pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork"),
     pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning"),
 ]
-
-
-def in_child(work: Callable[[], dict[str, Any]], timeout: float = 30) -> dict[str, Any]:
-    """Fork; run ``work`` in the child; return what it reported (or the exception it raised)."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report, then leave without running the parent's cleanups
-        os.close(read_end)
-        try:
-            report = work()
-        except BaseException as exc:
-            report = {"error": f"{type(exc).__name__}: {exc}"}
-        os.write(write_end, json.dumps(report).encode())
-        os._exit(0)
-    os.close(write_end)
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            chunk = os.read(read_end, 65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        os.close(read_end)
-        waited = 0.0
-        while os.waitpid(pid, os.WNOHANG) == (0, 0) and waited < 10:
-            time.sleep(0.05)
-            waited += 0.05
-    return json.loads(b"".join(chunks) or b'{"error": "no report"}')
 
 
 def echo_rounds(client: mcp_sync.Client, tag: str, rounds: int = 20) -> list[str]:
