@@ -53,7 +53,7 @@ def _forget_parent_connections() -> None:
         connection.forget_after_fork()
 
 
-if hasattr(os, "register_at_fork"):
+if hasattr(os, "register_at_fork"):  # pragma: no branch - POSIX has it (not Windows)
     os.register_at_fork(after_in_child=_forget_parent_connections)
 
 
@@ -62,7 +62,7 @@ def _close_open_connections() -> None:
     for connection in list(_OPEN):
         try:
             connection.close()
-        except Exception:  # at exit, closing is best effort
+        except Exception:  # pragma: no cover - at exit, closing is best effort (close() raises only on a bug)
             log.debug("mcp_sync: closing a client at exit failed", exc_info=True)
 
 
@@ -388,7 +388,7 @@ class Connection:
 
         def subscriptions() -> SubscriptionRegistry:
             connection = ref()
-            if connection is None:
+            if connection is None:  # pragma: no cover - only Connection methods (re)make resources
                 raise ClientStateError("the client is gone")
             return connection._make_subscriptions(connection)
 
@@ -406,7 +406,7 @@ class Connection:
         _LEFT_TO_PARENT.append(old)
         old.subscriptions.forget_after_fork()
         owner = self._owner() if self._owner is not None else None
-        if self._finalizer is not None:
+        if self._finalizer is not None:  # pragma: no branch - the client sets it in its __init__
             self._finalizer.detach()
         self.res = self._new_resources()
         if owner is not None:
