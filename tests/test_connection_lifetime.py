@@ -186,3 +186,12 @@ def test_a_client_left_open_at_interpreter_exit_ends_its_server() -> None:
     assert done.returncode == 0, done.stderr
     pid = int(done.stdout.split()[0])
     assert wait_until(lambda: gone(pid), 10), f"server {pid} outlived the script"
+
+
+def test_listen_on_a_closed_client_raises_and_does_not_open_it() -> None:
+    """listen() is no connect(): on a closed client it raises ClientStateError and starts nothing."""
+    client = mcp_sync.Client.stdio(PY, fault_args("--era", "modern"), timeout=10)
+    client.close()
+    with pytest.raises(mcp_sync.ClientStateError, match="subscriptions/listen: the client is closed"):
+        client.listen(tools_list_changed=True)
+    assert client.state is mcp_sync.ClientState.CLOSED and client.pid is None

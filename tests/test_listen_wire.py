@@ -181,3 +181,31 @@ def test_a_reconnect_while_the_dispatch_thread_is_busy_still_ends_the_old_iterat
         assert (sub.get(timeout=10) or ("",))[0] == LIST_CHANGED
         assert sub.state == "live"
         sub.close()
+
+
+def test_nothing_reaches_a_subscription_after_close_not_even_what_was_queued(no_leaks: None) -> None:
+    """Two list_changed notifications arrive; the first one's callback holds the dispatch thread
+    while the application closes the subscription: the second, already queued, is not delivered
+    (neither to the callback nor to the iteration)."""
+    release, entered = threading.Event(), threading.Event()
+    seen: list[str] = []
+
+    def callback(method: str, params: dict) -> None:
+        seen.append(method)
+        entered.set()
+        release.wait(20)
+
+    with mcp_sync.Client.stdio(PY, fault_args("--era", "modern"), timeout=10) as client:
+        sub = client.listen(tools_list_changed=True, on_notification=callback)
+        client.call_tool("notify_changed", {"kind": "tools"})
+        assert entered.wait(10)
+        client.call_tool("notify_changed", {"kind": "tools"})  # its notification comes before this answer
+        sub.close()
+        release.set()
+        assert sub.get(timeout=5) is None
+        assert client.call_tool("echo", {"text": "sync"}).text == "sync"
+        flushed = threading.Event()
+        dispatcher = client._session.connection.dispatcher
+        assert dispatcher is not None and dispatcher.submit(flushed.set)  # after the queued delivery
+        assert flushed.wait(10)
+        assert seen == [LIST_CHANGED]
