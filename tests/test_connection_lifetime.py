@@ -170,7 +170,9 @@ def test_a_transport_factory_that_fails_later_reaches_the_caller(no_leaks: None)
 AT_EXIT = """
 import sys
 import mcp_sync
-client = mcp_sync.Client.stdio(sys.executable, [{server!r}, "--linger", "30"], timeout=10)
+from mcp_sync.transports.stdio import StdioTransport
+server = StdioTransport(sys.executable, [{server!r}, "--linger", "30"], shutdown_timeout=0.5)
+client = mcp_sync.Client(server, timeout=10)
 client.connect()
 print(client.pid, flush=True)
 """

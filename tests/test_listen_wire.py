@@ -138,19 +138,21 @@ def test_a_server_that_cannot_be_started_again_ends_the_waiting_subscriptions(
 
 
 def test_a_subscription_closed_while_it_is_re_established_stays_closed(tmp_path: Path, no_leaks: None) -> None:
-    """T6, legacy: the server came back and is confirming the first subscription again (a slow
-    ping) when the application closes both subscriptions: neither comes back to life, neither
-    announces mcp_sync/resubscribed, and the second is not subscribed again at all."""
-    peer = Peer(tmp_path, {}, "--era", "legacy", "--behaviour", "slow-all", "--delay", "1")
-    with peer.client(mode="legacy", timeout=20) as client:
+    """T6, legacy: the server came back (slow now: every answer 1 s late) and is confirming the
+    first subscription again when the application closes both subscriptions: neither comes back
+    to life, neither announces mcp_sync/resubscribed, and the second is not subscribed again."""
+    peer, slow = Peer(tmp_path, None, "--era", "legacy"), tmp_path / "slow"
+    command = 'if [ -e "$0" ]; then exec "$@" --behaviour slow-all --delay 1; else exec "$@"; fi'
+    with mcp_sync.Client.stdio("bash", ["-c", command, str(slow), PY, *peer.args], mode="legacy", timeout=20) as client:
         first = client.listen(tools_list_changed=True)
         second = client.listen(tools_list_changed=True)
         assert len(peer.requests("ping")) == 2
+        slow.touch()
         kill(client)
         assert wait_until(lambda: len(peer.requests("ping")) == 3, 15)  # the new server confirms `first`
         first.close()
         second.close()
-        assert client.call_tool("echo", {"text": "after"}).text == "after"  # answered after that ping
+        assert wait_until(lambda: not [t for t in threading.enumerate() if "resubscribe" in t.name], 10)
         assert first.state == second.state == "closed"
         assert first.get(timeout=1) is None and second.get(timeout=1) is None
         assert len(peer.requests("ping")) == 3
