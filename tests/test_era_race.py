@@ -84,6 +84,18 @@ def test_a_modern_server_of_another_modern_revision_is_refused(slow: bool, tmp_p
     assert sent.count("initialize") == (1 if slow else 0)
 
 
+def test_a_modern_server_preferring_another_modern_revision_is_used_at_ours(tmp_path: Path, no_leaks: None) -> None:
+    """Section 4 step 2: server/discover lists 2027-01-01 first and 2026-07-28 too: the client is
+    modern at the highest revision both speak, and every request it sends declares that one."""
+    discover = {**DISCOVER, "supportedVersions": ["2027-01-01", MODERN]}
+    peer = Peer(tmp_path, {"server/discover": [{"result": discover}]})
+    with peer.client(timeout=10) as client:
+        assert (client.era, client.protocol_version) == ("modern", MODERN)
+        assert client.call_tool("echo", {"text": "ours"}).text == "ours"
+    versions = {m["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] for m in peer.requests()}
+    assert versions == {MODERN}
+
+
 def test_a_late_bare_answer_to_the_probe_is_not_modern(tmp_path: Path, no_leaks: None) -> None:
     """A legacy server that answers any method with ``{}``, slowly: the late answer to the probe
     has no supportedVersions (D2), so it is no DiscoverResult; the handshake decides: legacy."""
