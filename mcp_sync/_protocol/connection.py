@@ -53,7 +53,7 @@ def _forget_parent_connections() -> None:
         connection.forget_after_fork()
 
 
-if hasattr(os, "register_at_fork"):
+if hasattr(os, "register_at_fork"):  # pragma: no branch - POSIX has it (not Windows)
     os.register_at_fork(after_in_child=_forget_parent_connections)
 
 
@@ -62,7 +62,7 @@ def _close_open_connections() -> None:
     for connection in list(_OPEN):
         try:
             connection.close()
-        except Exception:  # at exit, closing is best effort
+        except Exception:  # pragma: no cover - at exit, closing is best effort (close() raises only on a bug)
             log.debug("mcp_sync: closing a client at exit failed", exc_info=True)
 
 
@@ -157,6 +157,8 @@ class Connection:
         self.res = self._new_resources()
         self._finalizer: weakref.finalize | None = None  # see finalizer_for: set by the client
         self._owner: weakref.ref[object] | None = None
+        #: Engines whose end the hooks were told of while each was the published connection: once each.
+        self._ended: weakref.WeakSet[Engine] = weakref.WeakSet()
         _ALL.add(self)
 
     # -- what is live --------------------------------------------------------------------
@@ -282,7 +284,7 @@ class Connection:
         attempt.finish(negotiated)
         error = engine.closed_error
         if error is not None:  # it died at once: its on_closed may have run before it was published
-            self.hooks.connection_lost(engine, error)
+            self._engine_ended(engine, error)
         elif attempt.restarted:
             self.hooks.reconnected(engine, negotiated)  # subscriptions (U7, T6), then on_reconnected
 
@@ -310,13 +312,28 @@ class Connection:
             on_session_renewed=None,
         )
         engine.before_notification = functools.partial(hooks.before_notification, engine)
-        engine.on_closed = functools.partial(hooks.connection_lost, engine)
+        engine.on_closed = functools.partial(self._engine_ended, engine)
         engine.on_session_renewed = functools.partial(hooks.session_renewed, engine)
         engine.start()
         if not attempt.add_engine(engine):  # close() came first: stop what was just started
             engine.close("the client was closed while connecting")
             raise attempt.aborted or ClientStateError("connect: the client was closed")
         return engine
+
+    def _engine_ended(self, engine: Engine, error: ConnectionClosed) -> None:
+        """``engine``'s on_closed (dispatch thread), and the connect thread for an engine that ended
+        around its publication: the hooks hear of the end of the published connection once.
+
+        An engine can end before it is published (then its on_closed is no loss of the
+        connection, and the connect thread reports it once published) or right after (then
+        on_closed and the connect thread's check may both see it): the first to find it
+        published tells the hooks, the other does nothing."""
+        with self.lock:
+            if engine in self._ended:
+                return
+            if self.res.engine is engine:
+                self._ended.add(engine)
+        self.hooks.connection_lost(engine, error)
 
     def reconnect(self, method: str = "reconnect") -> None:
         """Drop the live connection (its waiters fail with ConnectionClosed); the next use connects."""
@@ -371,7 +388,7 @@ class Connection:
 
         def subscriptions() -> SubscriptionRegistry:
             connection = ref()
-            if connection is None:
+            if connection is None:  # pragma: no cover - only Connection methods (re)make resources
                 raise ClientStateError("the client is gone")
             return connection._make_subscriptions(connection)
 
@@ -389,7 +406,7 @@ class Connection:
         _LEFT_TO_PARENT.append(old)
         old.subscriptions.forget_after_fork()
         owner = self._owner() if self._owner is not None else None
-        if self._finalizer is not None:
+        if self._finalizer is not None:  # pragma: no branch - the client sets it in its __init__
             self._finalizer.detach()
         self.res = self._new_resources()
         if owner is not None:

@@ -334,7 +334,7 @@ class Lifecycle:
         """The handshake after a failed probe failed: some servers lock their era on the
         probe, so start the server afresh and send ``initialize`` first (when we can)."""
         if isinstance(error, UnsupportedProtocolVersionError) and error.method != "initialize":
-            raise _with_note(error, note)
+            raise _with_note(error, note)  # pragma: no cover - both callers pass an initialize error
         if restart is None or not isinstance(error, (ServerError, ConnectionClosed, ProtocolError)):
             raise _with_note(error, note)
         if isinstance(error, UnsupportedProtocolVersionError) and not _mutual(error.supported, LEGACY_VERSIONS):

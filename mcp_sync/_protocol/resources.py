@@ -8,8 +8,6 @@
 * :class:`Attempt` is one connect in progress. It runs on its own thread so
   that every caller waits for it with its own deadline and cancel token, and
   ``close()`` can fail it at once.
-* :func:`weakly` wraps a client method for the engine's callbacks without
-  keeping the client alive.
 """
 
 from __future__ import annotations
@@ -17,7 +15,6 @@ from __future__ import annotations
 import logging
 import threading
 import warnings
-import weakref
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from .._threads import Dispatcher, Outcome, Workers
@@ -212,22 +209,6 @@ def collect(resources: Resources) -> None:
     warnings.warn(f"unclosed {resources.label}: call close() or use 'with'", ResourceWarning, stacklevel=2)
     try:
         resources.shut_down("the client was garbage-collected without close()")
-    except Exception:  # a finalizer must not raise
+    except Exception:  # pragma: no cover - a finalizer must not raise; shut_down raises only on a bug
         log.debug("mcp_sync: closing a collected client failed", exc_info=True)
 
-
-def weakly(method: Callable[..., Any], gone: Callable[..., Any] | None = None) -> Callable[..., Any]:
-    """``method`` (a bound method) called through a weak reference to its object.
-
-    Engines and threads hold these, so they never keep a client alive. Once the
-    object is gone, ``gone(*args)`` is called instead (default: nothing).
-    """
-    ref = weakref.WeakMethod(method)
-
-    def call(*args: Any) -> Any:
-        bound = ref()
-        if bound is None:
-            return gone(*args) if gone is not None else None
-        return bound(*args)
-
-    return call

@@ -427,9 +427,7 @@ class Subscriptions:
         on_notification: EventCallback | None,
         timeout: float | None,
     ) -> Subscription:
-        """Open a subscription and wait until it is live; see ``Client.listen``."""
-        if isinstance(resource_uris, str):
-            resource_uris = (resource_uris,)
+        """Open a subscription and wait until it is live; see ``Client.listen`` (which checks the arguments)."""
         if not (tools_list_changed or prompts_list_changed or resources_list_changed or resource_uris):
             raise ValueError("listen() needs at least one notification type or resource URI")
         negotiated = self.connection.connected(timeout, None, LISTEN)
