@@ -475,8 +475,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
             print(result.text)
             weather = client.call_tool("weather", {"city": "Oslo"}, output_type=Weather)   # a Weather
         """
-        tool = name if isinstance(name, Tool) else None
-        tool_name = name.name if isinstance(name, Tool) else name
+        tool, tool_name = (name, name.name) if isinstance(name, Tool) else (None, name)
         args = check_tool_call("call_tool", tool_name, arguments)
         options = call_options(
             "call_tool", timeout=timeout, cancel=cancel, progress=progress, meta=meta, headers=headers,
@@ -485,7 +484,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         )
         session = self._session
         session.require("tools", "tools/call")
-        bound = self.timeout if options.timeout is USE_CLIENT_DEFAULT else options.timeout  # of the checks too
+        bound = session.timeout if options.timeout is USE_CLIENT_DEFAULT else options.timeout  # of the checks too
         session.schemas.check_arguments(self.tools, tool_name, tool, args, validate, bound)
         typed = output_type is not None and output_type is not CallToolResult
         request_ids: list[Any] | None = [] if raise_on_error or typed else None  # for ToolError only

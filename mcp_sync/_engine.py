@@ -150,11 +150,13 @@ def _seconds(value: Any, name: str) -> float | None:
 MAX_QUEUED_PROGRESS = 1000
 
 
-class _Pending:
-    __slots__ = ("coalesced", "last_progress", "method", "ordered", "outcome", "progress", "progress_queued", "tail")
+class _Pending(Outcome):
+    """One request in flight: its outcome (the answer, or why there is none) and its progress."""
+
+    __slots__ = ("coalesced", "last_progress", "method", "ordered", "progress", "progress_queued", "tail")
 
     def __init__(self, method: str, progress: ProgressCallback | None, ordered: bool) -> None:
-        self.outcome = Outcome()
+        super().__init__()
         self.method = method
         self.progress = progress
         self.ordered = ordered
@@ -353,7 +355,7 @@ class Engine:
                     method=method,
                     request_id=request_id,
                 )
-                if pending.outcome.settle(error=error) and inline is not None:
+                if pending.settle(error=error) and inline is not None:
                     self._abort_quietly(request_id)
 
             remove_callback = cancel.add_callback(on_cancel)
@@ -374,17 +376,17 @@ class Engine:
             expired = self._wait(pending, sent_at, limit, total_limit, reset_timeout_on_progress)
             if expired is not None:
                 timed_out = RequestTimeout(f"{method}: {expired}", method=method, request_id=request_id)
-                pending.outcome.settle(error=timed_out)
+                pending.settle(error=timed_out)
         except MCPError as exc:  # from the transport: make it name this request, like every error
             exc.method = exc.method or method
             if exc.request_id is None:
                 exc.request_id = request_id
-            pending.outcome.settle(error=exc)
+            pending.settle(error=exc)
         except BaseException as exc:
             # Interrupted while sending or waiting (Ctrl-C, an async exception), or a
             # transport that could not encode the message. An interrupted request is
             # abandoned exactly like a cancelled one, then the interrupt propagates.
-            abandoned = pending.outcome.settle(
+            abandoned = pending.settle(
                 error=Cancelled(f"{method} was interrupted", reason=type(exc).__name__, method=method)
             )
             if abandoned and (written or (sending and not isinstance(exc, Exception))):
@@ -403,7 +405,7 @@ class Engine:
                 log.debug("mcp_sync: %s: %s: the progress callback fell %d behind; %d values coalesced",
                           self.name, method, MAX_QUEUED_PROGRESS, pending.coalesced)
         try:
-            return pending.outcome.result()  # type: ignore[no-any-return]
+            return pending.result()  # type: ignore[no-any-return]
         except (Cancelled, RequestTimeout) as exc:
             if written and (cancel_on_timeout or isinstance(exc, Cancelled)):
                 reason = exc.reason if isinstance(exc, Cancelled) else "timeout"
@@ -424,7 +426,6 @@ class Engine:
         no OS wait is ever given a huge value.
         """
         hard_end = start + total_limit if total_limit is not None else math.inf
-        outcome = pending.outcome
         while True:
             last = pending.last_progress if reset_on_progress else None
             if limit is None:
@@ -438,7 +439,7 @@ class Engine:
                 if last is not None:
                     return f"no answer within {limit} s of the last progress notification"
                 return f"no answer within {limit} s"
-            if outcome.wait(min(remaining, _WAIT_SLICE_S)):
+            if pending.wait(_WAIT_SLICE_S if remaining > _WAIT_SLICE_S else remaining):
                 return None
 
     def _explain(self, error: MCPError) -> None:
@@ -623,11 +624,11 @@ class Engine:
             error.method = error.method or pending.method
             if error.request_id is None:  # the error names its request, like every other
                 error.request_id = key
-            pending.outcome.settle(error=error)
+            pending.settle(error=error)
         except Exception:
             log.exception("mcp_sync: fail(%s) failed", preview(request_id))
             if pending is not None:  # whatever the transport handed over, the waiter is released
-                pending.outcome.settle(error=ProtocolError(
+                pending.settle(error=ProtocolError(
                     f"{pending.method}: the answer could not be read", method=pending.method, request_id=key))
 
     def closed(self, error: ConnectionClosed) -> None:
@@ -641,11 +642,11 @@ class Engine:
             pending = list(self._pending.items())
         for request_id, entry in pending:
             try:
-                entry.outcome.settle(error=_copy_closed(error, entry.method, request_id))
+                entry.settle(error=_copy_closed(error, entry.method, request_id))
             except Exception:
                 log.exception("mcp_sync: releasing request %s failed", request_id)
                 fallback = ConnectionClosed(_text_of(error), method=entry.method, request_id=request_id)
-                entry.outcome.settle(error=fallback)
+                entry.settle(error=fallback)
         if self.on_closed is not None:
             self.dispatcher.submit(self.on_closed, error)
 
@@ -679,8 +680,8 @@ class Engine:
                 method=pending.method,
                 request_id=request_id,
             )
-        if not (pending.ordered and self.dispatcher.submit(pending.outcome.settle, value, error)):
-            pending.outcome.settle(value, error)
+        if not (pending.ordered and self.dispatcher.submit(pending.settle, value, error)):
+            pending.settle(value, error)
 
     def _notification(self, method: str, params: Any) -> None:
         params = params if isinstance(params, dict) else {}
@@ -714,7 +715,7 @@ class Engine:
         token = params.get("progressToken")
         with self._lock:
             pending = self._progress.get(token) if isinstance(token, str) else None
-        if pending is None or pending.outcome.done:
+        if pending is None or pending.done:
             log.debug("mcp_sync: progress for an unknown or finished request (dropped): %s", preview(params))
             return False
         pending.last_progress = time.monotonic()  # (9.19) restarts a reset_timeout_on_progress wait
