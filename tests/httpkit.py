@@ -1,13 +1,16 @@
 """A tiny scriptable HTTP server for transport tests: it records every request
 and answers like a minimal MCP server (modern or legacy), unless a test's
 ``override`` answers first. For what real servers will not show on demand:
-header presence, redirects, gzip bombs, 503s, broken streams."""
+header presence, redirects, gzip bombs, 503s, broken streams. Below HTTP,
+``RawServer`` misbehaves on the socket itself (resets, garbage, silence); ``Sink``
+records what a transport driven directly reports."""
 
 from __future__ import annotations
 
 import gzip
 import json
 import queue
+import socket
 import ssl
 import threading
 import time
@@ -302,3 +305,90 @@ class SsePeer:
         else:
             self._send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
         return Reply(202)
+
+
+class Sink:
+    """A MessageSink that records what a transport reports (for tests that drive a transport
+    directly, without a client)."""
+
+    def __init__(self) -> None:
+        self.messages: list[Any] = []
+        self.failures: list[tuple[Any, Exception]] = []
+        self.closures: list[Exception] = []
+        self.renewals = 0
+
+    def message(self, message: Any) -> None:
+        self.messages.append(message)
+
+    def fail(self, request_id: Any, error: Exception) -> None:
+        self.failures.append((request_id, error))
+
+    def closed(self, error: Exception) -> None:
+        self.closures.append(error)
+
+    def session_renewed(self) -> None:
+        self.renewals += 1
+
+
+class RawServer:
+    """A TCP server below HTTP: each connection is handed to ``behaviour(conn)`` on its own
+    thread (then closed), for what no HTTP server does on purpose: reset the connection, close
+    it without answering, answer bytes that are not HTTP, break off a body."""
+
+    def __init__(self, behaviour: Callable[[socket.socket], None]) -> None:
+        self.behaviour = behaviour
+        self.connections = 0
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(16)
+        self._thread = threading.Thread(target=self._accept, name="rawserver", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._listener.getsockname()[1]}/mcp"
+
+    def __enter__(self) -> RawServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() (closing alone does not, on Linux)
+        except OSError:
+            pass
+        self._listener.close()
+        self._thread.join(5)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:  # the listener was closed
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                self.behaviour(conn)
+            except OSError:
+                pass
+
+
+def read_request(conn: socket.socket) -> bytes:
+    """One whole HTTP request from ``conn`` (its head, and a body of Content-Length bytes)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1").lower()
+    length = next((int(line.split(":", 1)[1]) for line in head.split("\r\n") if line.startswith("content-length:")), 0)
+    while len(data) - len(head) - 4 < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
