@@ -13,9 +13,12 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+import requests
+import urllib3
 from helpers import self_signed_certificate
 
 import mcp_sync
+from mcp_sync.transports._http_common import describe_failure
 from mcp_sync.transports.http import HttpTransport
 
 from httpkit import FakeServer, RawServer, Reply, Sink, read_request
@@ -201,3 +204,34 @@ def test_server_unavailable_carries_the_retry_after_it_asked_for(header: str | N
         assert len(fake.seen("tools/call")) == 1
     assert failure.value.status == 503
     assert failure.value.retry_after == expected
+
+
+def _as_requests_raises(cause: BaseException, wrapper: type[Exception]) -> Exception:
+    """``cause`` wrapped the way urllib3 and requests wrap a failure: urllib3's error raised
+    from it, in a MaxRetryError, in a requests exception."""
+    try:
+        try:
+            raise cause
+        except BaseException as exc:
+            raise urllib3.exceptions.ProtocolError("the request failed", exc) from exc
+    except urllib3.exceptions.ProtocolError as inner:
+        retries = urllib3.exceptions.MaxRetryError(None, "/mcp", inner)  # type: ignore[arg-type]
+        error = wrapper(retries)
+    assert isinstance(error, requests.RequestException)
+    return error
+
+
+@pytest.mark.parametrize(
+    ("cause", "expected"),
+    [
+        (OSError(101, "Network is unreachable"), "network is unreachable"),  # a route the machine lacks
+        (OSError(113, None), "ehostunreach"),  # no strerror: the errno's name
+        (BlockingIOError(11, "Resource temporarily unavailable"), "timed out"),  # urllib3's EAGAIN read timeout
+        (RuntimeError("something else"), "the connection failed"),
+    ],
+)
+def test_causes_no_local_server_produces_are_named(cause: BaseException, expected: str) -> None:
+    """What a failure says for causes a test machine cannot stage against a server of its own
+    (a missing route, a non-blocking read giving up), built the way the HTTP stack wraps them."""
+    wrapper = requests.ReadTimeout if isinstance(cause, BlockingIOError) else requests.ConnectionError
+    assert describe_failure(_as_requests_raises(cause, wrapper)) == expected
