@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from .._threads import join_quietly, spawn
 from ..exceptions import ConnectionClosed
-from .base import BaseTransport, MessageSink
+from .base import NO_SINK, BaseTransport, MessageSink
 
 log = logging.getLogger("mcp_sync")
 
@@ -50,7 +50,7 @@ class InProcessTransport(BaseTransport):
         self._low = lowlevel_server(server)
         self.name = name or str(getattr(server, "name", None) or "inprocess")
         self.target = f"in-process {type(server).__name__} {self.name!r}"
-        self._sink: MessageSink | None = None
+        self._sink: MessageSink = NO_SINK
         self._thread: threading.Thread | None = None
         self._loop: Any = None
         self._to_server: Any = None
@@ -117,8 +117,7 @@ class InProcessTransport(BaseTransport):
         async with from_server:
             async for outgoing in from_server:
                 wire = outgoing.message.model_dump_json(by_alias=True, exclude_unset=True)
-                if self._sink is not None:
-                    self._sink.message(json.loads(wire))
+                self._sink.message(json.loads(wire))
         self._report_closed("the in-process server closed the connection")
         if self._stop is not None:
             self._stop.set()
@@ -182,5 +181,4 @@ class InProcessTransport(BaseTransport):
             if self._reported:
                 return
             self._reported = True
-        if self._sink is not None:
-            self._sink.closed(ConnectionClosed(f"{self.target}: {why}"))
+        self._sink.closed(ConnectionClosed(f"{self.target}: {why}"))
