@@ -15,7 +15,7 @@ import ssl
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 import attrs
 
@@ -57,6 +57,15 @@ def json_reply(obj: Any, status: int = 200, **headers: str) -> Reply:
 def sse_reply(*events: str, **headers: str) -> Reply:
     """Each event is the raw text of one block (without the blank line)."""
     return Reply(200, {"Content-Type": "text/event-stream", **headers}, [e.encode() + b"\n\n" for e in events])
+
+
+def endless_sse(first: bytes = b"") -> Iterator[bytes]:
+    """An SSE body that never ends (keep-alive comments), until the client goes away."""
+    if first:
+        yield first
+    while True:
+        yield b": ping\n\n"
+        time.sleep(0.02)
 
 
 def gzip_reply(obj_bytes: bytes, content_type: str = "application/json") -> Reply:
@@ -238,14 +247,18 @@ class _Handler(BaseHTTPRequestHandler):
 class SsePeer:
     """A scripted HTTP+SSE (2024-11-05) server on a FakeServer: GET opens the event stream
     (first the endpoint event), POSTs to /message are recorded in ``posted`` and answered on
-    the stream. tools/call "echo" echoes its arguments, "hang" is never answered, "drop" ends
-    the stream at once (a server dropping the session); ``drop()`` does so from the test."""
+    the stream. tools/call "echo" echoes its arguments, "hang" is never answered, "stall" is
+    not even acknowledged (its POST waits for ``release``), "drop" ends the stream at once (a
+    server dropping the session); ``drop()`` does so from the test, ``push(block)`` sends a raw
+    event block, and ``prelude`` is sent before the endpoint event."""
 
     def __init__(self, fake: FakeServer) -> None:
         self.fake = fake
         self.posted: list[dict[str, Any]] = []
-        self.events: queue.Queue[bytes | None] = queue.Queue()
+        self.events: queue.Queue[bytes | None] = queue.Queue()  # the latest stream's
         self.stop = threading.Event()
+        self.release = threading.Event()
+        self.prelude = b""
         self.streams = 0
         fake.override = self._answer
 
@@ -254,33 +267,40 @@ class SsePeer:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop.set()  # ends the stream generators still running
+        self.release.set()
 
     def drop(self) -> None:
         self.events.put(None)
+
+    def push(self, block: bytes) -> None:
+        self.events.put(block)
 
     def seen(self, method: str) -> list[dict[str, Any]]:
         with self.fake.lock:
             return [m for m in self.posted if m.get("method") == method]
 
-    def _stream(self) -> Iterable[bytes]:
+    def _stream(self, events: queue.Queue[bytes | None]) -> Iterable[bytes]:
+        if self.prelude:
+            yield self.prelude
         yield b"event: endpoint\ndata: /message?s=1\n\n"
         while not self.stop.is_set():
             try:
-                item = self.events.get(timeout=0.2)
+                item = events.get(timeout=0.2)
             except queue.Empty:
                 yield b": ping\n\n"  # finds a stream the client has closed
                 continue
             if item is None:
                 return
-            yield b"event: message\ndata: " + item + b"\n\n"
+            yield item
 
     def _send(self, message: dict[str, Any]) -> None:
-        self.events.put(json.dumps(message).encode())
+        self.events.put(b"event: message\ndata: " + json.dumps(message).encode() + b"\n\n")
 
     def _answer(self, request: Request) -> Reply | None:
         if request.method == "GET":
             self.streams += 1
-            return Reply(200, {"Content-Type": "text/event-stream"}, self._stream())
+            self.events = queue.Queue()  # a stream the client gave up (a probe) must not take events
+            return Reply(200, {"Content-Type": "text/event-stream"}, self._stream(self.events))
         if request.method != "POST" or not request.path.startswith("/message"):
             return Reply(404)
         message = request.json
@@ -302,6 +322,8 @@ class SsePeer:
             self.drop()
         elif method == "tools/call" and params.get("name") == "hang":
             pass
+        elif method == "tools/call" and params.get("name") == "stall":
+            self.release.wait(10)
         else:
             self._send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
         return Reply(202)

@@ -10,7 +10,7 @@ import logging
 import threading
 import time
 import zlib
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from helpers import open_fds as all_fds
@@ -23,7 +23,7 @@ from mcp_sync.transports import _http_common
 from mcp_sync.transports.http import HttpTransport
 from mcp_sync.transports.sse import SseTransport
 
-from httpkit import FakeServer, Reply, Request, Sink, answering, json_reply, result, sse_reply
+from httpkit import FakeServer, Reply, Request, Sink, answering, endless_sse, json_reply, result, sse_reply
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -56,15 +56,6 @@ def close_while_blocked(transport: Any, blocked: Any) -> BaseException | None:
     thread.join(2)
     assert not thread.is_alive() and time.monotonic() - started < 2.0, "close() did not release the blocked call"
     return errors[0] if errors else None
-
-
-def endless_sse(first: bytes = b"") -> Iterator[bytes]:
-    """An SSE body that never ends (keep-alive comments), until the client goes away."""
-    if first:
-        yield first
-    while True:
-        yield b": ping\n\n"
-        time.sleep(0.02)
 
 
 # -- #8.4: close-delimited responses can be aborted --------------------------------------------
