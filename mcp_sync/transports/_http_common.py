@@ -246,7 +246,8 @@ class _RedactExchangeUrls(logging.Filter):
 
 
 _urllib3_log = logging.getLogger("urllib3.connectionpool")
-if not any(isinstance(f, _RedactExchangeUrls) for f in _urllib3_log.filters):
+# Once per process: after importlib.reload the filter already there is of the old class (by name, then).
+if not any(type(f).__name__ == _RedactExchangeUrls.__name__ for f in _urllib3_log.filters):
     _urllib3_log.addFilter(_RedactExchangeUrls())
 
 
