@@ -67,6 +67,22 @@ def test_a_challenge_the_auth_object_declines_fails_the_call(no_leaks: None) -> 
         assert auth.challenges == [(401, 0)] and len(fake.seen("server/discover")) == 1
 
 
+def test_a_challenge_the_auth_object_fails_fails_the_call_with_its_error(no_leaks: None) -> None:
+    """handle_challenge raises (the user refused to log in): that error is the call's."""
+
+    class Refusing(TicketAuth):
+        def handle_challenge(self, response: requests.Response, attempt: int) -> bool:
+            raise mcp_sync.AuthorizationError("the user closed the login window")
+
+    with FakeServer("modern") as fake:
+        fake.override = _tickets_required
+        client = mcp_sync.Client.http(fake.url, auth=Refusing(), mode="modern", timeout=10)
+        with pytest.raises(mcp_sync.AuthorizationError, match="the user closed the login window"):
+            client.connect()
+        client.close()
+        assert len(fake.seen("server/discover")) == 1
+
+
 def test_a_challenge_answered_after_the_deadline_is_not_sent_again(no_leaks: None) -> None:
     """The auth object (which takes no deadline) returns after the call's timeout: the call
     times out and the request is not sent again with the new ticket."""

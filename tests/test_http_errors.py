@@ -6,22 +6,25 @@ garbage, TLS, DNS, connects that never complete) and for answers that are not wh
 from __future__ import annotations
 
 import email.utils
+import json
+import logging
 import socket
 import struct
+import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 import requests
 import urllib3
-from helpers import self_signed_certificate
+from helpers import self_signed_certificate, wait_until
 
 import mcp_sync
 from mcp_sync.transports._http_common import describe_failure
 from mcp_sync.transports.http import HttpTransport
 
-from httpkit import FakeServer, RawServer, Reply, Sink, read_request
+from httpkit import FakeServer, RawServer, Reply, Sink, read_request, sse_reply
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -187,14 +190,16 @@ def _http_date(offset: float) -> str:
         ("1234567890", None),  # ten digits: not a delay anyone means
         ("soon", None),
         ("Mon, 99 Foo 2024 99:99:99 GMT", None),
-        (_http_date(-3600), 0.0),  # a date in the past: now
-        (_http_date(3600), pytest.approx(3600, abs=120)),
+        (-3600.0, 0.0),  # an HTTP date an hour ago: now
+        (3600.0, pytest.approx(3600, abs=60)),  # an HTTP date in an hour
     ],
 )
-def test_server_unavailable_carries_the_retry_after_it_asked_for(header: str | None, expected: object,
+def test_server_unavailable_carries_the_retry_after_it_asked_for(header: str | float | None, expected: object,
                                                                   no_leaks: None) -> None:
     """A tools/call answered 503 is not sent again; ServerUnavailable.retry_after is the server's
     hint in seconds (delay-seconds or an HTTP date), or None when there is none it means."""
+    if isinstance(header, float):
+        header = _http_date(header)
     with FakeServer("modern") as fake, mcp_sync.Client.http(fake.url) as client:
         client.connect()
         headers = {"Retry-After": header} if header is not None else {}
@@ -226,6 +231,7 @@ def _as_requests_raises(cause: BaseException, wrapper: type[Exception]) -> Excep
     [
         (OSError(101, "Network is unreachable"), "network is unreachable"),  # a route the machine lacks
         (OSError(113, None), "ehostunreach"),  # no strerror: the errno's name
+        (TimeoutError("timed out"), "timed out"),  # a read the server never answered (socket.timeout)
         (BlockingIOError(11, "Resource temporarily unavailable"), "timed out"),  # urllib3's EAGAIN read timeout
         (RuntimeError("something else"), "the connection failed"),
     ],
@@ -233,5 +239,62 @@ def _as_requests_raises(cause: BaseException, wrapper: type[Exception]) -> Excep
 def test_causes_no_local_server_produces_are_named(cause: BaseException, expected: str) -> None:
     """What a failure says for causes a test machine cannot stage against a server of its own
     (a missing route, a non-blocking read giving up), built the way the HTTP stack wraps them."""
-    wrapper = requests.ReadTimeout if isinstance(cause, BlockingIOError) else requests.ConnectionError
+    wrapper = requests.ReadTimeout if isinstance(cause, (BlockingIOError, TimeoutError)) else requests.ConnectionError
     assert describe_failure(_as_requests_raises(cause, wrapper)) == expected
+
+
+# -- a failure inside the client itself (a bug) is seen, never silent -------------------------------
+
+
+class BuggySink(Sink):
+    """A sink that fails on messages carrying a method (``notifications/...``): a bug past the transport."""
+
+    def message(self, message: Any) -> None:
+        if isinstance(message, dict) and "method" in message:
+            raise RuntimeError("a bug in the sink")
+        super().message(message)
+
+
+def test_a_bug_behind_a_request_fails_that_request(caplog: pytest.LogCaptureFixture, no_leaks: None) -> None:
+    """The request's worker hits an unexpected exception: the request fails with ProtocolError
+    naming it (its caller does not wait for its timeout) and the traceback is logged."""
+    sink = BuggySink()
+    with FakeServer("modern") as fake:
+        progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 1}}
+        fake.override = lambda r: sse_reply(f"data: {json.dumps(progress)}") if r.rpc_method == "tools/list" else None
+        transport = HttpTransport(fake.url)
+        transport.start(sink)
+        try:
+            with caplog.at_level(logging.ERROR, logger="mcp_sync"):
+                transport.send({"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {}})
+                assert wait_until(lambda: sink.failures, 5)
+        finally:
+            transport.close()
+    [(request_id, error)] = sink.failures
+    assert request_id == 5 and isinstance(error, mcp_sync.ProtocolError)
+    assert str(error) == "internal error in the HTTP transport (logged): a bug in the sink"
+    logged = "mcp_sync: the HTTP transport failed on tools/list"
+    assert any(r.getMessage() == logged and r.exc_info for r in caplog.records)
+
+
+def test_a_bug_behind_the_get_stream_is_logged(caplog: pytest.LogCaptureFixture, no_leaks: None) -> None:
+    """The legacy GET stream's thread hits an unexpected exception: it is logged with its
+    traceback (not swallowed) and the stream ends."""
+    sink = BuggySink()
+    with FakeServer("legacy") as fake:
+        changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+        fake.override = lambda r: sse_reply(f"data: {json.dumps(changed)}") if r.method == "GET" else None
+        transport = HttpTransport(fake.url)
+        transport.start(sink)
+        try:
+            with caplog.at_level(logging.ERROR, logger="mcp_sync"):
+                transport.send_inline({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
+                transport.configure(era="legacy", protocol_version="2025-11-25")
+                transport.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                assert wait_until(lambda: caplog.records, 5)
+                listening = lambda: [t for t in threading.enumerate() if t.name.startswith("mcp_sync-listen-")]  # noqa: E731
+                assert wait_until(lambda: not listening(), 5)
+        finally:
+            transport.close()
+    assert [(r.getMessage(), r.exc_info is not None) for r in caplog.records] == [
+        (f"mcp_sync: the GET stream of {transport.name} failed", True)]

@@ -4,10 +4,12 @@ refused), and what a client shows of its URL (never a password or a query value)
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 
 import pytest
+import requests
 
 import mcp_sync
 from mcp_sync.transports._http_common import origin, same_origin
@@ -85,6 +87,19 @@ def test_a_client_shows_its_url_without_secrets(no_leaks: None) -> None:
             client.connect()
             assert client.pid is None
             assert "SECRET" not in repr(client) and f"127.0.0.1:{fake.port}/mcp" in repr(client)
+
+
+def test_urllib3_logs_of_other_requests_are_left_alone(caplog: pytest.LogCaptureFixture, no_leaks: None) -> None:
+    """The filter redacts the query values urllib3 logs for this library's exchanges only; the
+    same request made by other code in the process is logged as urllib3 logs it."""
+    with FakeServer("modern") as fake:
+        with caplog.at_level(logging.DEBUG, logger="urllib3.connectionpool"):
+            requests.get(fake.url + "?page=2", timeout=5).close()
+            with mcp_sync.Client.http(fake.url + "?key=SECRET") as client:
+                client.call_tool("echo", {})
+    logged = [r.getMessage() for r in caplog.records if r.name == "urllib3.connectionpool"]
+    assert any("/mcp?page=2" in m for m in logged), logged
+    assert any("/mcp?key=***" in m for m in logged) and not any("SECRET" in m for m in logged)
 
 
 def test_the_url_redacting_log_filter_is_installed_once(no_leaks: None) -> None:

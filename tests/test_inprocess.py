@@ -158,6 +158,23 @@ def test_a_loop_that_starts_after_start_gave_up_serves_nothing_and_ends(
     assert not sink.messages and len(sink.closures) == 1
 
 
+def test_an_event_loop_that_cannot_start_fails_start_with_its_error(
+    calc: MCPServer, monkeypatch: pytest.MonkeyPatch, no_leaks: None
+) -> None:
+    """The thread's event loop fails before serving (an application's event-loop policy that
+    refuses a loop here): start() fails at once naming the error, and the thread is gone."""
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("this event loop policy makes no loops in threads")
+
+    monkeypatch.setattr(anyio, "run", refused)
+    sink = Sink()
+    with pytest.raises(mcp_sync.ConnectionClosed, match="failed to start: RuntimeError: this event loop policy"):
+        InProcessTransport(calc).start(sink)
+    assert not _server_threads()
+    assert len(sink.closures) == 1 and "RuntimeError: this event loop policy" in str(sink.closures[0])
+
+
 @pytest.mark.parametrize("mode", ["modern", "legacy"])
 def test_a_call_that_times_out_is_cancelled_at_the_server(calc: MCPServer, mode: str, no_leaks: None) -> None:
     """No stream of its own to close: the client sends notifications/cancelled (abort() is False),
