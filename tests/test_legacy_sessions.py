@@ -11,6 +11,7 @@ import threading
 from typing import Any
 
 import pytest
+import requests
 from helpers import run_workers, wait_until
 
 import mcp_sync
@@ -130,6 +131,25 @@ def test_a_notification_refused_as_no_valid_session_renews_and_is_sent_again(no_
         assert [r.headers["mcp-session-id"] in stale for r in sent] == [True, False]
         assert sent[1].headers["mcp-session-id"] in fake.sessions
         assert len(fake.seen("initialize")) == 2
+
+
+def test_a_notification_after_the_sdk_server_forgot_the_session_is_not_lost(sdk_http_url: str,
+                                                                               no_leaks: None) -> None:
+    """#22.7 with the Python SDK server: its session is deleted behind the client's back; a
+    notification sent then raises nothing, and the client ends up on a new session the server
+    knows (a call on it is answered without another renewal)."""
+    with mcp_sync.Client.http(sdk_http_url, mode="legacy") as client:
+        transport = client.transport
+        assert isinstance(transport, HttpTransport)
+        first = transport.session_id
+        assert first
+        gone = requests.delete(sdk_http_url, headers={"Mcp-Session-Id": first}, timeout=5)
+        assert gone.status_code in (200, 204)
+        client.notify("notifications/roots/list_changed")
+        second = transport.session_id
+        assert second and second != first
+        assert client.call_tool("echo", {"text": "on the new session"}).text == "on the new session"
+        assert transport.session_id == second
 
 
 def test_a_renewal_replays_only_what_the_session_had(no_leaks: None) -> None:
