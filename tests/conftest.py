@@ -199,3 +199,23 @@ def nothing_left() -> Iterator[None]:
         time.sleep(0.05)
     assert not threads, f"threads left running: {threads}"
     assert not fds, f"file descriptors left open: {fds}"
+
+
+@pytest.fixture
+def blackhole() -> Iterator[str]:
+    """A URL whose TCP connect never completes: a listening socket whose backlog is full."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    port = server.getsockname()[1]
+    filler = socket.create_connection(("127.0.0.1", port), timeout=2)  # fills the backlog
+    try:
+        probe = socket.socket()
+        probe.settimeout(0.3)
+        with pytest.raises(OSError):  # the kernel drops further SYNs: connects hang
+            probe.connect(("127.0.0.1", port))
+        probe.close()
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        filler.close()
+        server.close()

@@ -1,18 +1,21 @@
 """A tiny scriptable HTTP server for transport tests: it records every request
 and answers like a minimal MCP server (modern or legacy), unless a test's
 ``override`` answers first. For what real servers will not show on demand:
-header presence, redirects, gzip bombs, 503s, broken streams."""
+header presence, redirects, gzip bombs, 503s, broken streams. Below HTTP,
+``RawServer`` misbehaves on the socket itself (resets, garbage, silence); ``Sink``
+records what a transport driven directly reports."""
 
 from __future__ import annotations
 
 import gzip
 import json
 import queue
+import socket
 import ssl
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 import attrs
 
@@ -54,6 +57,15 @@ def json_reply(obj: Any, status: int = 200, **headers: str) -> Reply:
 def sse_reply(*events: str, **headers: str) -> Reply:
     """Each event is the raw text of one block (without the blank line)."""
     return Reply(200, {"Content-Type": "text/event-stream", **headers}, [e.encode() + b"\n\n" for e in events])
+
+
+def endless_sse(first: bytes = b"") -> Iterator[bytes]:
+    """An SSE body that never ends (keep-alive comments), until the client goes away."""
+    if first:
+        yield first
+    while True:
+        yield b": ping\n\n"
+        time.sleep(0.02)
 
 
 def gzip_reply(obj_bytes: bytes, content_type: str = "application/json") -> Reply:
@@ -235,14 +247,18 @@ class _Handler(BaseHTTPRequestHandler):
 class SsePeer:
     """A scripted HTTP+SSE (2024-11-05) server on a FakeServer: GET opens the event stream
     (first the endpoint event), POSTs to /message are recorded in ``posted`` and answered on
-    the stream. tools/call "echo" echoes its arguments, "hang" is never answered, "drop" ends
-    the stream at once (a server dropping the session); ``drop()`` does so from the test."""
+    the stream. tools/call "echo" echoes its arguments, "hang" is never answered, "stall" is
+    not even acknowledged (its POST waits for ``release``), "drop" ends the stream at once (a
+    server dropping the session); ``drop()`` does so from the test, ``push(block)`` sends a raw
+    event block, and ``prelude`` is sent before the endpoint event."""
 
     def __init__(self, fake: FakeServer) -> None:
         self.fake = fake
         self.posted: list[dict[str, Any]] = []
-        self.events: queue.Queue[bytes | None] = queue.Queue()
+        self.events: queue.Queue[bytes | None] = queue.Queue()  # the latest stream's
         self.stop = threading.Event()
+        self.release = threading.Event()
+        self.prelude = b""
         self.streams = 0
         fake.override = self._answer
 
@@ -251,33 +267,40 @@ class SsePeer:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop.set()  # ends the stream generators still running
+        self.release.set()
 
     def drop(self) -> None:
         self.events.put(None)
+
+    def push(self, block: bytes) -> None:
+        self.events.put(block)
 
     def seen(self, method: str) -> list[dict[str, Any]]:
         with self.fake.lock:
             return [m for m in self.posted if m.get("method") == method]
 
-    def _stream(self) -> Iterable[bytes]:
+    def _stream(self, events: queue.Queue[bytes | None]) -> Iterable[bytes]:
+        if self.prelude:
+            yield self.prelude
         yield b"event: endpoint\ndata: /message?s=1\n\n"
         while not self.stop.is_set():
             try:
-                item = self.events.get(timeout=0.2)
+                item = events.get(timeout=0.2)
             except queue.Empty:
                 yield b": ping\n\n"  # finds a stream the client has closed
                 continue
             if item is None:
                 return
-            yield b"event: message\ndata: " + item + b"\n\n"
+            yield item
 
     def _send(self, message: dict[str, Any]) -> None:
-        self.events.put(json.dumps(message).encode())
+        self.events.put(b"event: message\ndata: " + json.dumps(message).encode() + b"\n\n")
 
     def _answer(self, request: Request) -> Reply | None:
         if request.method == "GET":
             self.streams += 1
-            return Reply(200, {"Content-Type": "text/event-stream"}, self._stream())
+            self.events = queue.Queue()  # a stream the client gave up (a probe) must not take events
+            return Reply(200, {"Content-Type": "text/event-stream"}, self._stream(self.events))
         if request.method != "POST" or not request.path.startswith("/message"):
             return Reply(404)
         message = request.json
@@ -299,6 +322,95 @@ class SsePeer:
             self.drop()
         elif method == "tools/call" and params.get("name") == "hang":
             pass
+        elif method == "tools/call" and params.get("name") == "stall":
+            self.release.wait(10)
         else:
             self._send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
         return Reply(202)
+
+
+class Sink:
+    """A MessageSink that records what a transport reports (for tests that drive a transport
+    directly, without a client)."""
+
+    def __init__(self) -> None:
+        self.messages: list[Any] = []
+        self.failures: list[tuple[Any, Exception]] = []
+        self.closures: list[Exception] = []
+        self.renewals = 0
+
+    def message(self, message: Any) -> None:
+        self.messages.append(message)
+
+    def fail(self, request_id: Any, error: Exception) -> None:
+        self.failures.append((request_id, error))
+
+    def closed(self, error: Exception) -> None:
+        self.closures.append(error)
+
+    def session_renewed(self) -> None:
+        self.renewals += 1
+
+
+class RawServer:
+    """A TCP server below HTTP: each connection is handed to ``behaviour(conn)`` on its own
+    thread (then closed), for what no HTTP server does on purpose: reset the connection, close
+    it without answering, answer bytes that are not HTTP, break off a body."""
+
+    def __init__(self, behaviour: Callable[[socket.socket], None]) -> None:
+        self.behaviour = behaviour
+        self.connections = 0
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(16)
+        self._thread = threading.Thread(target=self._accept, name="rawserver", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._listener.getsockname()[1]}/mcp"
+
+    def __enter__(self) -> RawServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() (closing alone does not, on Linux)
+        except OSError:
+            pass
+        self._listener.close()
+        self._thread.join(5)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:  # the listener was closed
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                self.behaviour(conn)
+            except OSError:
+                pass
+
+
+def read_request(conn: socket.socket) -> bytes:
+    """One whole HTTP request from ``conn`` (its head, and a body of Content-Length bytes)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1").lower()
+    length = next((int(line.split(":", 1)[1]) for line in head.split("\r\n") if line.startswith("content-length:")), 0)
+    while len(data) - len(head) - 4 < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import threading
 import time
 import zlib
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from helpers import open_fds as all_fds
@@ -24,7 +23,7 @@ from mcp_sync.transports import _http_common
 from mcp_sync.transports.http import HttpTransport
 from mcp_sync.transports.sse import SseTransport
 
-from httpkit import FakeServer, Reply, Request, answering, json_reply, result, sse_reply
+from httpkit import FakeServer, Reply, Request, Sink, answering, endless_sse, json_reply, result, sse_reply
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -57,36 +56,6 @@ def close_while_blocked(transport: Any, blocked: Any) -> BaseException | None:
     thread.join(2)
     assert not thread.is_alive() and time.monotonic() - started < 2.0, "close() did not release the blocked call"
     return errors[0] if errors else None
-
-
-def endless_sse(first: bytes = b"") -> Iterator[bytes]:
-    """An SSE body that never ends (keep-alive comments), until the client goes away."""
-    if first:
-        yield first
-    while True:
-        yield b": ping\n\n"
-        time.sleep(0.02)
-
-
-class Sink:
-    """A MessageSink that records what a transport reports."""
-
-    def __init__(self) -> None:
-        self.messages: list[Any] = []
-        self.failures: list[tuple[Any, Exception]] = []
-        self.closures: list[Exception] = []
-
-    def message(self, message: Any) -> None:
-        self.messages.append(message)
-
-    def fail(self, request_id: Any, error: Exception) -> None:
-        self.failures.append((request_id, error))
-
-    def closed(self, error: Exception) -> None:
-        self.closures.append(error)
-
-    def session_renewed(self) -> None:
-        pass
 
 
 # -- #8.4: close-delimited responses can be aborted --------------------------------------------
@@ -178,26 +147,6 @@ def test_close_delimited_sse_transport_stream_ends_on_close(no_leaks: None) -> N
         transport.close()
         assert time.monotonic() - started < 3.0
         assert wait_until(lambda: not mcp_threads(), 2.0), f"threads left: {mcp_threads()}"
-
-
-@pytest.fixture
-def blackhole() -> Iterator[str]:
-    """A URL whose TCP connect never completes: a listening socket whose backlog is full."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(0)
-    port = server.getsockname()[1]
-    filler = socket.create_connection(("127.0.0.1", port), timeout=2)  # fills the backlog
-    try:
-        probe = socket.socket()
-        probe.settimeout(0.3)
-        with pytest.raises(OSError):  # the kernel drops further SYNs: connects hang
-            probe.connect(("127.0.0.1", port))
-        probe.close()
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        filler.close()
-        server.close()
 
 
 def test_close_interrupts_a_connect_that_never_completes(blackhole: str, no_leaks: None) -> None:

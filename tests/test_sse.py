@@ -12,7 +12,7 @@ import mcp_sync
 from mcp_sync.transports import http as http_module
 from mcp_sync.transports.sse import SseTransport
 
-from httpkit import FakeServer, Reply, Request, SsePeer, sse_reply
+from httpkit import FakeServer, Reply, Request, Sink, SsePeer, sse_reply
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -101,7 +101,7 @@ def test_first_event_must_be_endpoint(no_leaks: None) -> None:
         fake.override = lambda r: sse_reply('data: {"jsonrpc":"2.0","method":"x"}') if r.method == "GET" else None
         transport = SseTransport(fake.url, endpoint_timeout=5)
         with pytest.raises(mcp_sync.ProtocolError, match="not 'endpoint'"):
-            transport.start(_NullSink())
+            transport.start(Sink())
 
 
 def test_relative_endpoint_and_headers(no_leaks: None) -> None:
@@ -119,7 +119,7 @@ def test_relative_endpoint_and_headers(no_leaks: None) -> None:
 
         fake.override = override
         transport = SseTransport(fake.url, headers={"X-Team": "red"})
-        transport.start(_NullSink())
+        transport.start(Sink())
         try:
             transport.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         finally:
@@ -136,14 +136,3 @@ def _stream(session: list[str]) -> Iterator[bytes]:
             return
         time.sleep(0.05)
         yield b": ping\n\n"
-
-
-class _NullSink:
-    def message(self, message: object) -> None:
-        pass
-
-    def fail(self, request_id: object, error: object) -> None:
-        pass
-
-    def closed(self, error: object) -> None:
-        pass

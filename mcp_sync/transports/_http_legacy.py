@@ -7,6 +7,7 @@ one only runs once an ``initialize`` has made the connection legacy.
 
 from __future__ import annotations
 
+import abc
 import json
 import logging
 import re
@@ -59,7 +60,7 @@ def session_refused(status: int, body: tuple[Any, Any] | None) -> bool:
 class LegacySession(HttpBase):
     """Session state and the legacy-only threads; HttpTransport provides the request path."""
 
-    _sink: MessageSink | None
+    _sink: MessageSink
     _session_id: str | None
     _protocol_version: str | None
     _init_message: dict[str, Any] | None
@@ -79,22 +80,28 @@ class LegacySession(HttpBase):
             return delegate.notification_stream
         return self._stream_epoch if self._stream_open else None
 
-    @property
-    def delegate(self) -> Any:
-        raise NotImplementedError
+    # What HttpTransport provides (declared here for the type checker; the bodies are its own).
 
+    @property
+    @abc.abstractmethod
+    def delegate(self) -> Any:
+        """The HTTP+SSE transport this one fell back to, if it did."""
+
+    @abc.abstractmethod
     def _send_oneway(
         self, message: dict[str, Any], extra: Mapping[str, str] | None, version: str | None, resent: bool = False
     ) -> None:
-        raise NotImplementedError
+        """POST a notification or a response on the calling thread."""
 
+    @abc.abstractmethod
     def _post_headers(
         self, message: dict[str, Any], extra: Mapping[str, str] | None, version: str | None, session_id: str | None
     ) -> dict[str, str]:
-        raise NotImplementedError
+        """The headers of a POST of ``message``."""
 
+    @abc.abstractmethod
     def _deliver_text(self, text: str, request_id: Any, method: str | None) -> bool:
-        raise NotImplementedError
+        """Hand an SSE event's JSON to the sink; True when it answers ``request_id``."""
 
     def _renew_session(self, stale: str) -> None:
         """The server forgot session ``stale``: replay initialize + initialized.
@@ -109,24 +116,21 @@ class LegacySession(HttpBase):
             log.info("mcp_sync: the server %s no longer knows our HTTP session; starting a new one", self.name)
             self._session_id = None
             try:
-                if init is None:
-                    raise SessionExpiredError("the HTTP session expired before any initialize to replay")
+                assert init is not None, "a session id comes only from the answer to an initialize"
                 self._replay_initialize(init)
             except MCPError as exc:
                 error = SessionExpiredError(
                     f"the server no longer knows the HTTP session and a new one could not start: {exc}; "
                     "reconnect the client once the server is back"
                 )
-                if self._sink is not None:
-                    self._sink.closed(error)
+                self._sink.closed(error)
                 self._abandon_exchanges()  # their answers can never come: end them now (#22.7)
                 raise error from exc
             # Still under the lock: no request may reach the new session before it is initialized
             # (a TypeScript server answers such a request 400 "Server not initialized").
             if self._initialized_message is not None:
                 self._send_oneway(self._initialized_message, None, None, resent=True)
-        if self._sink is not None:
-            self._sink.session_renewed()  # the new session holds none of the old one's state
+        self._sink.session_renewed()  # the new session holds none of the old one's state
 
     def _abandon_exchanges(self) -> None:
         """End every exchange still under way (the session they belong to is gone)."""
@@ -150,8 +154,7 @@ class LegacySession(HttpBase):
                         if "error" in answer:
                             raise ProtocolError(f"initialize (new session) failed: {answer['error']!r:.200}")
                         return
-                    if self._sink is not None:
-                        self._sink.message(answer)
+                    self._sink.message(answer)
                 raise ProtocolError("initialize (new session): no answer")
             except (BadBody, RecursionError, *STREAM_ERRORS) as exc:
                 raise ProtocolError(f"initialize (new session): {exc}") from exc

@@ -102,6 +102,23 @@ class MessageSink(Protocol):
         """A legacy HTTP session expired and the transport started a new one."""  # LG3
 
 
+class _NoSink:
+    """Where a transport reports before ``start()`` gave it the engine's sink: nowhere."""
+
+    def message(self, message: Any) -> None: ...
+
+    def fail(self, request_id: Any, error: MCPError) -> None: ...
+
+    def closed(self, error: ConnectionClosed) -> None: ...
+
+    def session_renewed(self) -> None: ...
+
+
+#: The sink of a transport not started yet (what it would report then is dropped), so that a
+#: transport need not check for "no sink" wherever it reports.
+NO_SINK: MessageSink = _NoSink()
+
+
 class Transport(Protocol):
     """The methods the engine needs from a transport.
 

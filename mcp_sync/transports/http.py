@@ -53,7 +53,7 @@ from ._http_common import (
 )
 from ._http_legacy import DEFAULT_RETRY_S, LegacySession, session_refused
 from ._sse_stream import BadBody
-from .base import MessageSink, encode_message
+from .base import NO_SINK, MessageSink, encode_message
 from .sse import SseTransport
 
 if TYPE_CHECKING:
@@ -202,7 +202,7 @@ class HttpTransport(LegacySession):
             proxies=proxies,
         )
         self.max_resume_attempts = max_resume_attempts
-        self._sink: MessageSink | None = None
+        self._sink: MessageSink = NO_SINK
         self._era: str | None = None
         self._modern_version: str | None = None  # the revision in use, once the era is modern
         self._saw_modern = False
@@ -303,10 +303,8 @@ class HttpTransport(LegacySession):
         request_id = message["id"]
         if version is not None and self._era is None and cached_era(self.url) in ("legacy", "sse"):
             self._relied_on_cache = True
-            if self._sink is not None:  # section 4 step 7: skip a probe this origin already failed
-                self._sink.fail(
-                    request_id, ProtocolError(f"{self.safe_url} is a legacy server (cached for its origin)")
-                )
+            # section 4 step 7: skip a probe this origin already failed
+            self._sink.fail(request_id, ProtocolError(f"{self.safe_url} is a legacy server (cached for its origin)"))
             return
         slot = Slot()
         with self._lock:
@@ -388,12 +386,11 @@ class HttpTransport(LegacySession):
         except Aborted:
             pass
         except MCPError as exc:
-            if self._sink is not None and not slot.aborted:
+            if not slot.aborted:
                 self._sink.fail(request_id, exc)
         except Exception as exc:  # a bug must fail the request, not leave its caller waiting
             log.exception("mcp_sync: the HTTP transport failed on %s", message.get("method"))
-            if self._sink is not None:
-                self._sink.fail(request_id, ProtocolError(f"internal error in the HTTP transport (logged): {exc}"))
+            self._sink.fail(request_id, ProtocolError(f"internal error in the HTTP transport (logged): {exc}"))
         finally:
             with self._lock:
                 self._inflight.pop(request_id, None)
@@ -463,8 +460,7 @@ class HttpTransport(LegacySession):
         if rpc_error is not None and status not in (401, 403) and status not in UNAVAILABLE:
             probing = version is not None and self._era is None
             if not probing or _recognized_modern_error(status, rpc_error):
-                if self._sink is not None:
-                    self._sink.message({"jsonrpc": "2.0", "id": message["id"], "error": rpc_error})
+                self._sink.message({"jsonrpc": "2.0", "id": message["id"], "error": rpc_error})
                 return
         raise error
 
@@ -558,8 +554,7 @@ class HttpTransport(LegacySession):
                 if method == "initialize" and isinstance(result, dict):
                     version = result.get("protocolVersion")
                     self._protocol_version = version if isinstance(version, str) else None
-            if self._sink is not None:
-                self._sink.message(item)
+            self._sink.message(item)
         return answered
 
     # -- notifications and responses (calling thread) ---------------------------------
@@ -623,7 +618,7 @@ class HttpTransport(LegacySession):
                 response.close()
             if first != "endpoint":
                 rpc_error = jsonrpc_error(refusal[0]) if refusal else None
-                if rpc_error is not None and self._sink is not None:
+                if rpc_error is not None:
                     self._sink.message({"jsonrpc": "2.0", "id": init["id"], "error": rpc_error})
                     return
                 raise ProtocolError(
@@ -644,7 +639,6 @@ class HttpTransport(LegacySession):
             cert=self.cert,
             proxies=self.proxies,
         )
-        assert self._sink is not None
         delegate.start(self._sink)
         with self._lock:
             if self._closing:

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from .._threads import join_quietly, spawn
 from ..exceptions import ConnectionClosed
-from .base import BaseTransport, MessageSink
+from .base import NO_SINK, BaseTransport, MessageSink
 
 log = logging.getLogger("mcp_sync")
 
@@ -43,6 +43,13 @@ def lowlevel_server(server: Any) -> Any:
     )
 
 
+def _cause(exc: BaseException) -> str:
+    """What ended the server, for a message: the one error inside anyio's exception groups."""
+    while len(getattr(exc, "exceptions", ())) == 1:
+        exc = exc.exceptions[0]  # type: ignore[attr-defined]
+    return f"{type(exc).__name__}: {exc}"
+
+
 class InProcessTransport(BaseTransport):
     """Serves ``server`` on a private event loop; see the module docstring."""
 
@@ -50,7 +57,7 @@ class InProcessTransport(BaseTransport):
         self._low = lowlevel_server(server)
         self.name = name or str(getattr(server, "name", None) or "inprocess")
         self.target = f"in-process {type(server).__name__} {self.name!r}"
-        self._sink: MessageSink | None = None
+        self._sink: MessageSink = NO_SINK
         self._thread: threading.Thread | None = None
         self._loop: Any = None
         self._to_server: Any = None
@@ -75,7 +82,8 @@ class InProcessTransport(BaseTransport):
             self.close()
             raise ConnectionClosed(f"{self.target}: its event loop did not start within {START_TIMEOUT} s")
         if self._failure is not None:
-            raise ConnectionClosed(f"{self.target} failed to start: {self._failure}") from self._failure
+            self.close()  # joins the thread: it is only reporting the failure now
+            raise ConnectionClosed(f"{self.target} failed to start: {_cause(self._failure)}") from self._failure
 
     # -- the event-loop thread --------------------------------------------------------------------
 
@@ -86,10 +94,10 @@ class InProcessTransport(BaseTransport):
             anyio.run(self._main)
         except BaseException as exc:  # the server crashed: the client hears of it as a closed connection
             self._failure = exc
-            log.warning("mcp_sync: in-process server %s ended with %s: %s", self.name, type(exc).__name__, exc)
+            log.warning("mcp_sync: in-process server %s ended with %s", self.name, _cause(exc))
         finally:
             self._ready.set()
-            self._report_closed(f"the in-process server ended{f': {self._failure}' if self._failure else ''}")
+            self._report_closed(f"the in-process server ended{f': {_cause(self._failure)}' if self._failure else ''}")
 
     async def _main(self) -> None:
         import asyncio
@@ -98,13 +106,17 @@ class InProcessTransport(BaseTransport):
 
         to_server, server_input = anyio.create_memory_object_stream[Any](math.inf)
         server_output, from_server = anyio.create_memory_object_stream[Any](math.inf)
-        self._loop = asyncio.get_running_loop()  # call_soon_threadsafe never blocks the caller
-        self._to_server, self._stop = to_server, anyio.Event()
+        stop = anyio.Event()
+        with self._lock:
+            if self._closing:  # close() came first (start() gave up waiting for this loop): serve nothing
+                return
+            self._loop = asyncio.get_running_loop()  # call_soon_threadsafe never blocks the caller
+            self._to_server, self._stop = to_server, stop
         self._ready.set()
         async with anyio.create_task_group() as group:
             group.start_soon(self._serve, server_input, server_output)
-            group.start_soon(self._deliver, from_server)
-            await self._stop.wait()
+            group.start_soon(self._deliver, from_server, stop)
+            await stop.wait()
             group.cancel_scope.cancel()
 
     async def _serve(self, server_input: Any, server_output: Any) -> None:
@@ -112,16 +124,14 @@ class InProcessTransport(BaseTransport):
         async with server_input, server_output:
             await low.run(server_input, server_output, low.create_initialization_options())
 
-    async def _deliver(self, from_server: Any) -> None:
+    async def _deliver(self, from_server: Any, stop: Any) -> None:
         """What the server writes, as the JSON it would put on a pipe, to the sink (runs no user code)."""
         async with from_server:
             async for outgoing in from_server:
                 wire = outgoing.message.model_dump_json(by_alias=True, exclude_unset=True)
-                if self._sink is not None:
-                    self._sink.message(json.loads(wire))
+                self._sink.message(json.loads(wire))
         self._report_closed("the in-process server closed the connection")
-        if self._stop is not None:
-            self._stop.set()
+        stop.set()
 
     # -- the client's side ------------------------------------------------------------------------
 
@@ -165,11 +175,12 @@ class InProcessTransport(BaseTransport):
         with self._lock:
             if self._closing:
                 return
-            self._closing = True
-        if self._loop is not None and self._stop is not None:
+            self._closing = True  # a loop that starts after this serves nothing (see _main)
+            loop, to_server, stop = self._loop, self._to_server, self._stop
+        if loop is not None:
             try:
-                self._loop.call_soon_threadsafe(self._to_server.close)
-                self._loop.call_soon_threadsafe(self._stop.set)
+                loop.call_soon_threadsafe(to_server.close)
+                loop.call_soon_threadsafe(stop.set)
             except RuntimeError:  # the loop has ended already
                 pass
         join_quietly(self._thread, SHUTDOWN_TIMEOUT)
@@ -182,5 +193,4 @@ class InProcessTransport(BaseTransport):
             if self._reported:
                 return
             self._reported = True
-        if self._sink is not None:
-            self._sink.closed(ConnectionClosed(f"{self.target}: {why}"))
+        self._sink.closed(ConnectionClosed(f"{self.target}: {why}"))

@@ -33,7 +33,7 @@ from ._http_common import (
     same_origin,
 )
 from ._sse_stream import BadBody
-from .base import MessageSink, encode_message
+from .base import NO_SINK, MessageSink, encode_message
 
 if TYPE_CHECKING:
     import requests
@@ -85,7 +85,7 @@ class SseTransport(HttpBase):
         )
         self.endpoint_timeout = endpoint_timeout
         self.endpoint: str | None = None
-        self._sink: MessageSink | None = None
+        self._sink: MessageSink = NO_SINK
         self._stream_slot = Slot()
         self._ready = threading.Event()
         self._start_error: MCPError | None = None
@@ -167,12 +167,12 @@ class SseTransport(HttpBase):
     ) -> None:
         try:
             parsed = self._post(endpoint, body, headers, slot, "request", resendable)
-            if parsed is not None and self._sink is not None:  # a JSON-RPC error body about this request
+            if parsed is not None:  # a JSON-RPC error body about this request
                 self._sink.message({"jsonrpc": "2.0", "id": request_id, "error": parsed})
         except Aborted:
             pass
         except MCPError as exc:
-            if self._sink is not None and not slot.aborted:
+            if not slot.aborted:
                 self._sink.fail(request_id, exc)
         finally:
             with self._lock:
@@ -250,7 +250,7 @@ class SseTransport(HttpBase):
             if not started and self._start_error is None:
                 self._start_error = ConnectionClosed(f"{self.safe_url}: the stream ended before the 'endpoint' event")
             self._ready.set()
-        if started and not self._closing and self._sink is not None:
+        if started and not self._closing:
             self._sink.closed(ConnectionClosed(reason))
 
     def _set_endpoint(self, data: str) -> None:
@@ -265,8 +265,7 @@ class SseTransport(HttpBase):
         except (ValueError, RecursionError):
             log.warning("mcp_sync: %s sent an SSE event that is not JSON (skipped): %.200r", self.name, data)
             return
-        if self._sink is not None:
-            self._sink.message(message)
+        self._sink.message(message)
 
     def __repr__(self) -> str:
         return f"<SseTransport {self.safe_url!r} endpoint={redact_url(self.endpoint) if self.endpoint else None!r}>"

@@ -41,7 +41,7 @@ from ._pipes import (
     unread_bytes,
     write_until,
 )
-from .base import BaseTransport, MessageSink, command_target, encode_message
+from .base import NO_SINK, BaseTransport, MessageSink, command_target, encode_message
 
 log = logging.getLogger("mcp_sync.stdio")
 
@@ -177,7 +177,7 @@ class StdioTransport(BaseTransport):
         self.name = name or name_from_command(command, self.args)
         self.target = command_target(command, self.args)
         self._process: subprocess.Popen[bytes] | None = None
-        self._sink: MessageSink | None = None
+        self._sink: MessageSink = NO_SINK  # until start()
         self._write_lock = threading.Lock()
         self._unsent = b""  # the rest of a message whose write ran out of time: it goes out first
         self._close_lock = threading.Lock()
@@ -466,7 +466,6 @@ class StdioTransport(BaseTransport):
             self._noise(line)
             return
         self._answered = True
-        assert self._sink is not None
         self._sink.message(message)
 
     def _noise(self, line: bytes) -> None:
@@ -488,7 +487,7 @@ class StdioTransport(BaseTransport):
             request_id=request_id,
         )
         log.warning("mcp_sync: %s", error)
-        if request_id is not None and self._sink is not None:
+        if request_id is not None:
             self._sink.fail(request_id, error)
 
     def _drain_stderr(self) -> None:
@@ -538,8 +537,7 @@ class StdioTransport(BaseTransport):
             if self._reported:
                 return
             self._reported = True
-        if self._sink is not None:
-            self._sink.closed(self._closed_error("the server closed the connection"))
+        self._sink.closed(self._closed_error("the server closed the connection"))
 
     def _closed_error(self, what: str, *, on_caller: bool = False) -> ConnectionClosed:
         """The ConnectionClosed that says why: the exit code, the last stderr lines. On a reader
