@@ -200,11 +200,6 @@ class Dispatcher:
     def thread(self) -> threading.Thread | None:
         return self._thread
 
-    @property
-    def stopped(self) -> bool:
-        """True once :meth:`stop` was called: nothing queued runs any more."""
-        return self._stopped
-
     def on_thread(self) -> bool:
         """True when called from the dispatch thread itself."""
         return self._thread is not None and threading.current_thread() is self._thread

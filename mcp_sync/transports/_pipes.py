@@ -109,7 +109,7 @@ def read_lines(fd: int, wake_fd: int | None, max_line: int) -> Iterator[tuple[by
 
 def _reader(fd: int, wake_fd: int | None) -> Callable[[], bytes]:
     """A function returning the next chunk from ``fd``, or b"" at end of file or on wake-up."""
-    if wake_fd is None:
+    if wake_fd is None:  # pragma: no cover - Windows only (no poll on pipes: no wake-up pipe)
         return lambda: os.read(fd, _READ_CHUNK)
     poller = select.poll()
     poller.register(fd, select.POLLIN)
@@ -171,7 +171,7 @@ def unread_bytes(fd: int) -> int:
         count = array.array("i", [0])
         fcntl.ioctl(fd, termios.FIONREAD, count, True)
         return int(count[0])
-    except (ImportError, OSError, ValueError):  # not a POSIX pipe, or already closed
+    except (ImportError, OSError, ValueError):  # pragma: no cover - Windows, or a pipe closed under us
         return 0
 
 
