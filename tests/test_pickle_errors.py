@@ -23,7 +23,7 @@ pytestmark = pytest.mark.timeout(120)
 def _all_subclasses() -> list[type[MCPError]]:
     """MCPError and every subclass, in every module of the package (not only exceptions.py)."""
     for info in pkgutil.walk_packages(mcp_sync.__path__, "mcp_sync."):
-        if info.name != "mcp_sync.__main__":  # importing it would run the command line
+        if info.name != "mcp_sync.__main__":  # the `python -m mcp_sync` entry: no classes of its own
             importlib.import_module(info.name)
     found: list[type[MCPError]] = []
     todo: list[type[MCPError]] = [MCPError]
@@ -32,7 +32,8 @@ def _all_subclasses() -> list[type[MCPError]]:
         if cls not in found:
             found.append(cls)
             todo.extend(cls.__subclasses__())
-    return sorted(found, key=lambda c: f"{c.__module__}.{c.__qualname__}")
+    ours = [cls for cls in found if cls.__module__.split(".")[0] == "mcp_sync"]  # not other tests' own
+    return sorted(ours, key=lambda c: f"{c.__module__}.{c.__qualname__}")
 
 
 #: A distinct value for each constructor parameter name, so a lost or swapped attribute shows.
