@@ -114,6 +114,7 @@ def strip_jsonc(text: str) -> str:
             i = end + 1
         elif text.startswith("//", i) or text.startswith("/*", i):
             i = skip_blanks_and_comments(i)
+            out.append(" ")  # a comment separates what it stands between, as a blank does: 1/**/1 is not 11
         elif char == ",":
             # a comma followed (past blanks and comments) by } or ] is dropped; the blanks and
             # comments skipped here are skipped again by the main loop, which stops at the next
