@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import requests
-from helpers import run_workers, wait_until
+from helpers import in_thread, run_workers, wait_until
 
 import mcp_sync
 from mcp_sync.transports._http_legacy import MAX_LISTEN_FAILURES
@@ -292,3 +292,44 @@ def test_a_delete_the_server_refuses_does_not_fail_close(caplog: pytest.LogCaptu
             client.close()
         assert len(fake.seen(http_method="DELETE")) == 1
     assert any(r.getMessage() == "mcp_sync: DELETE of the session answered HTTP 500" for r in caplog.records)
+
+
+def test_a_call_made_while_a_renewal_is_under_way_waits_for_the_new_session(no_leaks: None) -> None:
+    """Found running the suite twice at once (server-everything restarted under the client): a
+    call sent while another thread renewed the session went out with no session id (cleared
+    when the renewal began), so a TypeScript server answered 400 "Server not initialized",
+    which names no session to renew, and the call failed. Now the new session is published only
+    once initialized: the call goes on the stale one, is refused, waits for the renewal and is
+    sent again on the new session."""
+    renewing, go = threading.Event(), threading.Event()
+    with FakeServer("legacy") as fake, mcp_sync.Client.http(fake.url, mode="legacy", timeout=20) as client:
+        client.connect()
+        stale = set(fake.sessions)
+
+        def override(request: Request) -> Reply | None:
+            session = request.headers.get("mcp-session-id")
+            if request.rpc_method == "initialize":
+                renewing.set()
+                go.wait(10)  # the renewal is held while the second call is made
+                return None
+            if request.rpc_method == "tools/call" and session is None:
+                return json_reply({"jsonrpc": "2.0", "id": request.json["id"],
+                                   "error": {"code": -32000, "message": "Bad Request: Server not initialized"}},
+                                  status=400)
+            if request.rpc_method == "tools/call" and session in stale:
+                return Reply(404, {}, b"session not found")
+            return None
+
+        fake.sessions.clear()
+        fake.override = override
+        first, first_box = in_thread(lambda: client.call_tool("echo", {"n": 1}).text)
+        assert renewing.wait(10), "the first call did not start a renewal"
+        second, second_box = in_thread(lambda: client.call_tool("echo", {"n": 2}).text)
+        assert wait_until(lambda: len(fake.seen("tools/call")) >= 2, 10)  # the second call reached the server
+        go.set()
+        for thread in (first, second):
+            thread.join(20)
+        assert [json.loads(box.get("value", "null")) for box in (first_box, second_box)] == [{"n": 1}, {"n": 2}], (
+            first_box, second_box)
+        assert all(r.headers.get("mcp-session-id") for r in fake.seen("tools/call"))  # never without a session
+        assert len(fake.seen("initialize")) == 2  # one renewal

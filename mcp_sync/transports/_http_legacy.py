@@ -89,9 +89,10 @@ class LegacySession(HttpBase):
 
     @abc.abstractmethod
     def _send_oneway(
-        self, message: dict[str, Any], extra: Mapping[str, str] | None, version: str | None, resent: bool = False
+        self, message: dict[str, Any], extra: Mapping[str, str] | None, version: str | None, resent: bool = False,
+        session: str | None = None,
     ) -> None:
-        """POST a notification or a response on the calling thread."""
+        """POST a notification or a response on the calling thread (on ``session`` if given)."""
 
     @abc.abstractmethod
     def _post_headers(
@@ -114,10 +115,9 @@ class LegacySession(HttpBase):
                 return
             init = self._init_message
             log.info("mcp_sync: the server %s no longer knows our HTTP session; starting a new one", self.name)
-            self._session_id = None
             try:
                 assert init is not None, "a session id comes only from the answer to an initialize"
-                self._replay_initialize(init)
+                renewed = self._replay_initialize(init)
             except MCPError as exc:
                 error = SessionExpiredError(
                     f"the server no longer knows the HTTP session and a new one could not start: {exc}; "
@@ -126,16 +126,20 @@ class LegacySession(HttpBase):
                 self._sink.closed(error)
                 self._abandon_exchanges()  # their answers can never come: end them now (#22.7)
                 raise error from exc
-            # Still under the lock: no request may reach the new session before it is initialized
-            # (a TypeScript server answers such a request 400 "Server not initialized").
+            # The new session is published only once it is initialized: a request sent meanwhile
+            # goes on the stale one, is refused, and waits here for the new one (on a session not
+            # yet initialized, or with none, a TypeScript server answers 400 "Server not
+            # initialized", which says nothing of a session to renew).
             if self._initialized_message is not None:
-                self._send_oneway(self._initialized_message, None, None, resent=True)
+                self._send_oneway(self._initialized_message, None, None, resent=True, session=renewed)
+            self._session_id = renewed
         self._sink.session_renewed()  # the new session holds none of the old one's state
 
     def _abandon_exchanges(self) -> None:
         """End every exchange still under way (the session they belong to is gone)."""
 
-    def _replay_initialize(self, init: dict[str, Any]) -> None:
+    def _replay_initialize(self, init: dict[str, Any]) -> str | None:
+        """POST ``init`` again; returns the new session's id (not yet published)."""
         with self._oneway_slot() as slot:
             response = self.exchange(
                 "POST", self.url, slot, headers=self._post_headers(init, None, None, None), body=encode_message(init)
@@ -143,7 +147,7 @@ class LegacySession(HttpBase):
             try:
                 if not 200 <= response.status_code < 300:
                     raise self.error_for(response, "initialize (new session)")[1]
-                self._session_id = session_id_of(response)
+                renewed = session_id_of(response)
                 answers: Iterator[Any]
                 if content_type(response) == "text/event-stream":
                     answers = (json.loads(e.data) for e in self.events(response) if e.data)
@@ -153,7 +157,7 @@ class LegacySession(HttpBase):
                     if isinstance(answer, dict) and answer.get("id") == init.get("id") and "method" not in answer:
                         if "error" in answer:
                             raise ProtocolError(f"initialize (new session) failed: {answer['error']!r:.200}")
-                        return
+                        return renewed
                     self._sink.message(answer)
                 raise ProtocolError("initialize (new session): no answer")
             except (BadBody, RecursionError, *STREAM_ERRORS) as exc:

@@ -560,10 +560,11 @@ class HttpTransport(LegacySession):
     # -- notifications and responses (calling thread) ---------------------------------
 
     def _send_oneway(
-        self, message: dict[str, Any], extra: Mapping[str, str] | None, version: str | None, resent: bool = False
+        self, message: dict[str, Any], extra: Mapping[str, str] | None, version: str | None, resent: bool = False,
+        session: str | None = None,
     ) -> None:
         method = message.get("method")
-        session_id = None if version else self._session_id
+        session_id = None if version else session or self._session_id
         with self._oneway_slot() as slot:
             response = self.exchange(
                 "POST",
