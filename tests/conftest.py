@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -24,6 +25,13 @@ EVERYTHING_VERSION = "2026.8.31"
 NPM_PREFIX = Path(os.environ.get("MCP_SYNC_NPM_PREFIX", ROOT / ".cache" / "npm"))
 EVERYTHING_JS = NPM_PREFIX / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 PY = sys.executable
+
+# A suite started in the background of a non-interactive shell (`cmd &` in a script) inherits
+# SIGINT ignored, and so would every command line the tests start and then interrupt: a Python
+# started with SIGINT ignored keeps ignoring it. Restore Python's own Ctrl-C handling here, so the
+# children the tests start get the default disposition (handlers are reset on exec, ignores are not).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def fault_args(*extra: str) -> list[str]:
