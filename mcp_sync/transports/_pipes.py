@@ -136,18 +136,27 @@ def _reader(fd: int, wake_fd: int | None) -> Callable[[], bytes]:
     return read
 
 
-def write_until(fd: int, data: memoryview, deadline: float, stopped: Callable[[], bool]) -> int:
+def write_until(fd: int, data: bytes, deadline: float, stopped: Callable[[], bool]) -> int:
     """Write ``data`` to ``fd`` until all of it is written, ``deadline`` (monotonic) passes or
-    ``stopped()`` says so; return how many bytes were written. Raises OSError (EPIPE)."""
+    ``stopped()`` says so; return how many bytes were written. Raises OSError (EPIPE).
+    The common case, a pipe that takes it all at once, is one ``os.write`` and nothing more."""
     written = 0
+    if CAN_POLL:  # the common case, tried before stopped() is asked: the pipe takes it all at once
+        try:
+            written = os.write(fd, data)
+        except BlockingIOError:
+            pass
+        if written == len(data):
+            return written
+    view = memoryview(data)
     if not CAN_POLL:  # a blocking write: close() ends the process, which breaks the pipe
         while written < len(data):
-            written += os.write(fd, data[written:])
+            written += os.write(fd, view[written:])
         return written
     poller = None
     while written < len(data) and not stopped():
         try:
-            written += os.write(fd, data[written:])
+            written += os.write(fd, view[written:])
             continue
         except BlockingIOError:
             pass

@@ -286,27 +286,21 @@ class StdioTransport(BaseTransport):
         ``limit`` seconds. Returns why the write did not finish, or None when it did."""
         if self._closing:
             return "the transport is closing"
-        started = False
-        if not self._unsent:  # the common case: the pipe takes the whole line at once
-            try:
-                done = os.write(fd, data)
-            except BlockingIOError:
-                done = 0
-            if done == len(data):
-                return None
-            started, data = done > 0, data[done:]
         deadline = time.monotonic() + limit
         if self._unsent:
-            done = write_until(fd, memoryview(self._unsent), deadline, lambda: self._closing)
+            done = write_until(fd, self._unsent, deadline, self._is_closing)
             self._unsent = self._unsent[done:]
             if self._unsent:
                 return "an earlier message is still being written"
-        done = write_until(fd, memoryview(data), deadline, lambda: self._closing)
+        done = write_until(fd, data, deadline, self._is_closing)
         if done < len(data):
-            if done or started:  # the line is started: the next write finishes it, keeping the stream framed
+            if done:  # the line is started: the next write finishes it, keeping the stream framed
                 self._unsent = data[done:]
             return "the server is not reading its stdin"
         return None
+
+    def _is_closing(self) -> bool:
+        return self._closing
 
     def abort(self, request_id: Any) -> bool:
         """stdio has no per-request stream: the engine sends notifications/cancelled."""
