@@ -82,13 +82,9 @@ class Tracing:
         target: str,
         send: Callable[[CallOptions], dict[str, Any]],
     ) -> dict[str, Any]:
-        """``send(options)`` inside a client span (and timed), or simply ``send(options)``."""
-        otel = self._load()
-        if otel is None:
-            return send(options)
-        trace, propagate, tracer, histogram, configured = otel
-        if not configured():  # the API alone records nothing: cost nothing either
-            return send(options)
+        """``send(options)`` inside a client span, and timed. Only once :meth:`active` said yes
+        (the session asks it first: with the API alone, a request costs nothing)."""
+        trace, propagate, tracer, histogram, _ = self._otel  # loaded, and an SDK is set up: active() said so
         attributes = _attributes(method, params, protocol_version, target)
         name_key = _NAME_FIELDS.get(method)
         name = f"{method} {attributes[name_key]}" if name_key in attributes else method
