@@ -152,6 +152,11 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
             raise ValueError(f"log_level must be one of {list(LOG_LEVELS)}")
         if name is not None and (not isinstance(name, str) or not name):
             raise TypeError(f"name must be a non-empty str, not {name!r}")
+        for label, value in (("client_info", client_info), ("extensions", extensions)):  # sent to every server
+            if value is not None:
+                if not isinstance(value, Mapping):
+                    raise TypeError(f"{label} must be a dict, not {type(value).__name__}")
+                check_json(dict(value), label)
         self._session = Session(
             transport, name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
             timeout=timeout, probe_timeout=probe_timeout, max_message_bytes=max_message_bytes, max_pages=max_pages,

@@ -33,6 +33,7 @@ from typing import Any, Callable, Mapping
 from ._ids import normalize_id
 from ._options import ProgressCallback
 from ._threads import Dispatcher, Outcome, Workers
+from ._values import clean_json, walk_json
 from .cancellation import CancellationToken
 from .exceptions import (
     INTERNAL_ERROR,
@@ -88,23 +89,17 @@ def non_finite_path(value: Any, root: str = "params") -> str | None:
     """Where ``value`` holds NaN or an infinity, as ``"params.arguments.x (NaN)"``; None if nowhere.
 
     JSON has no such numbers; the engine refuses to send them rather than write
-    invalid JSON. Iterative, so deep nesting is no problem.
+    invalid JSON. One pass of the C encoder in the common case; iterative and
+    cycle-safe otherwise (a value that contains itself ends, and the encoder then refuses it).
 
     Example: ``non_finite_path({"x": [1.0, float("inf")]}) == "params.x[1] (inf)"``
     """
-    if not _holds_non_finite(value):  # the common case, kept cheap: no paths built
+    if clean_json(value):  # the common case, kept cheap: no paths built
         return None
-    stack: list[tuple[str, Any]] = [(root, value)]
-    while stack:
-        path, item = stack.pop()
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                return f"{path} ({'NaN' if math.isnan(item) else item})"
-        elif isinstance(item, dict):
-            stack.extend((f"{path}.{key}", child) for key, child in item.items())
-        elif isinstance(item, (list, tuple)):
-            stack.extend((f"{path}[{index}]", child) for index, child in enumerate(item))
-    return None  # pragma: no cover - _holds_non_finite found one, and both walk the same containers
+    for path, item in walk_json(value, root):
+        if isinstance(item, float) and not math.isfinite(item):
+            return f"{path} ({'NaN' if math.isnan(item) else item})"
+    return None
 
 
 def _text_of(error: Any) -> str:
@@ -113,24 +108,6 @@ def _text_of(error: Any) -> str:
         return str(error)
     except Exception:
         return type(error).__name__
-
-
-def _holds_non_finite(value: Any) -> bool:
-    containers: list[Any] = [value]
-    isfinite = math.isfinite
-    while containers:
-        item = containers.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, (list, tuple)) else (item,)
-        for child in children:
-            kind = type(child)
-            if kind is str or kind is int or kind is bool or child is None:
-                continue
-            if isinstance(child, float):
-                if not isfinite(child):
-                    return True
-            elif isinstance(child, (dict, list, tuple)):
-                containers.append(child)
-    return False
 
 
 def _seconds(value: Any, name: str) -> float | None:

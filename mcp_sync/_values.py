@@ -10,9 +10,10 @@ other.
 from __future__ import annotations
 
 import inspect
+import json
 import math
 import os
-from typing import Any, Mapping, Sequence, Union
+from typing import Any, Callable, Iterator, Mapping, Sequence, Union
 
 from ._sentinels import USE_CLIENT_DEFAULT, _Default
 
@@ -24,6 +25,45 @@ Timeout = Union[float, None, _Default]
 _FOREVER_SECONDS = 365 * 24 * 3600.0
 
 _JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _c_encoder() -> Callable[[Any], str] | None:
+    """json's C encoder, called directly (what ``json.dumps`` reaches after several Python-level
+    steps per call), or None where it is missing or its signature differs (then ``json`` is used)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython always has the C accelerator
+        return None
+
+    def refuse(value: Any) -> Any:
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+    # One encoder for every call (making one parses nine arguments each time): without a
+    # markers dict it keeps no state between calls, so threads may share it. A value that
+    # contains itself then recurses until RecursionError, which is turned into json's ValueError.
+    encoder = make(None, refuse, json.encoder.encode_basestring, None, ":", ",", False, False, False)
+
+    def encode(message: Any) -> str:
+        try:
+            return "".join(encoder(message, 0))
+        except RecursionError:
+            raise ValueError("Circular reference detected (or a value nested too deeply for JSON)") from None
+
+    try:
+        probe = {"a": [1, 2.5, "\u00e9", None, True]}
+        if encode(probe) == json.dumps(probe, separators=(",", ":"), ensure_ascii=False):
+            return encode
+    except Exception:  # pragma: no cover - a Python whose C encoder takes other arguments
+        pass
+    return None  # pragma: no cover - as above
+
+
+#: ``encode_json(value)``: compact JSON text (``str``); NaN and infinities raise ValueError, as does a
+#: value that contains itself (or is nested past the recursion limit); a type JSON has no form for
+#: raises TypeError. Lone surrogates pass into the text (UTF-8 encoding them is the caller's choice).
+#: The one JSON encoder: the wire (transports.base.encode_message) and the argument checks use it.
+encode_json: Callable[[Any], str] = _c_encoder() or json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
 
 
 def check_timeout(value: Any, name: str = "timeout", *, allow_default: bool = True) -> Any:
@@ -46,79 +86,88 @@ def _describe(label: str, path: str) -> str:
     return f"{label} {path!r}" if path else label
 
 
+def clean_json(value: Any) -> bool:
+    """True when ``value`` is JSON that :func:`check_json` accepts: one pass of json's C encoder
+    (strict: no NaN, no infinities, no value that contains itself) and, for non-ASCII text, one
+    UTF-8 encoding (lone surrogates). Builds no paths; the common case of every call's check."""
+    try:
+        text = encode_json(value)
+        if not text.isascii():
+            text.encode("utf-8")
+    except (TypeError, ValueError):  # UnicodeEncodeError is a ValueError
+        return False
+    return True
+
+
 def check_json(value: Any, label: str) -> None:
     """Refuse, before sending, a value JSON cannot carry.
 
-    NaN and infinities (JSON has neither) and strings with lone surrogates (not
-    encodable as UTF-8) raise ValueError; a type JSON has no form for (a set, a
-    datetime, an object) raises TypeError. ``label`` says what the value is,
-    e.g. ``"call_tool('add'): argument"``; the message adds the path inside it.
+    NaN and infinities (JSON has neither), strings with lone surrogates (not
+    encodable as UTF-8) and a container that contains itself raise ValueError;
+    a type JSON has no form for (a set, a datetime, an object) raises TypeError.
+    ``label`` says what the value is, e.g. ``"call_tool('add'): argument"``; the
+    message adds the path inside it. Linear in the size of the value's JSON, and
+    always ends (a cycle is found, not followed).
 
     Example: ``check_json({"a": float("nan")}, "call_tool('add'): argument")``
     raises ``ValueError: call_tool('add'): argument 'a' is nan; JSON has no NaN or Infinity``.
     """
-    if _plain_json(value):  # the common case: one walk, no paths built
+    if clean_json(value):  # the common case: one pass in C, no paths built
         return
-    stack: list[tuple[str, Any]] = [("", value)]
-    while stack:
-        path, item = stack.pop()
+    # The detailed walk says what and where. It also accepts what the C pass refused only for
+    # its depth (nested past the recursion limit): that is JSON, checked here without recursion.
+    for path, item in walk_json(value):
+        if item is CYCLE:
+            raise ValueError(f"{_describe(label, path)} contains itself; JSON has no references")
         if isinstance(item, str):
             _check_text(item, label, path)
         elif isinstance(item, float):
             if not math.isfinite(item):
                 raise ValueError(f"{_describe(label, path)} is {item!r}; JSON has no NaN or Infinity")
         elif isinstance(item, dict):
-            for key, child in item.items():
+            for key in item:
                 if isinstance(key, str):
                     _check_text(key, label, path)
                 elif not isinstance(key, _JSON_SCALARS):
                     raise TypeError(f"{_describe(label, path)} has a key of type {type(key).__name__}; "
                                     "JSON object keys are strings")
-                stack.append((f"{path}.{key}" if path else str(key), child))
-        elif isinstance(item, (list, tuple)):
-            stack.extend((f"{path}[{index}]", child) for index, child in enumerate(item))
-        elif not isinstance(item, _JSON_SCALARS):
+                elif isinstance(key, float) and not math.isfinite(key):
+                    raise ValueError(f"{_describe(label, path)} has the key {key!r}; JSON has no NaN or Infinity")
+        elif not isinstance(item, (list, tuple, *_JSON_SCALARS)):
             raise TypeError(f"{_describe(label, path)} is a {type(item).__name__}, which JSON cannot carry")
 
 
-def _plain_json(value: Any) -> bool:
-    """True when ``value`` is JSON that :func:`check_json` accepts (iterative, builds nothing)."""
-    isfinite = math.isfinite
-    containers: list[Any] = [value]
-    while containers:
-        item = containers.pop()
+#: What :func:`walk_json` yields for a container met again inside itself (never entered twice).
+CYCLE: Any = type("Cycle", (), {"__repr__": lambda self: "<cycle>", "__slots__": ()})()
+_LEAVE = object()
+
+
+def walk_json(value: Any, root: str = "") -> Iterator[tuple[str, Any]]:
+    """Every ``(path, item)`` of a JSON-like value, depth first, paths like ``a.b[0]`` (under
+    ``root``: ``root.a.b[0]``). A dict, list or tuple met again inside itself is not entered
+    again: it is yielded as ``(path, CYCLE)``. Iterative, so nesting deeper than the recursion
+    limit is walked like any other; linear in the size of the value (a shared, acyclic container
+    is walked at each place it appears, as JSON would repeat it)."""
+    stack: list[tuple[Any, Any]] = [(root, value)]
+    inside: set[int] = set()  # the containers on the path to the item being looked at
+    while stack:
+        path, item = stack.pop()
+        if path is _LEAVE:
+            inside.discard(id(item))
+            continue
+        if not isinstance(item, (dict, list, tuple)):
+            yield path, item
+            continue
+        if id(item) in inside:
+            yield path, CYCLE
+            continue
+        yield path, item
+        inside.add(id(item))
+        stack.append((_LEAVE, item))
         if isinstance(item, dict):
-            for key in item:
-                if type(key) is not str or not (key.isascii() or _encodes(key)):
-                    return False
-            children: Any = item.values()
-        elif isinstance(item, (list, tuple)):
-            children = item
+            stack.extend((f"{path}.{key}" if path else str(key), child) for key, child in item.items())
         else:
-            children = (item,)
-        for child in children:
-            kind = type(child)
-            if kind is str:
-                if not (child.isascii() or _encodes(child)):
-                    return False
-            elif kind is int or kind is bool or child is None:
-                continue
-            elif kind is float:
-                if not isfinite(child):
-                    return False
-            elif isinstance(child, (dict, list, tuple)):
-                containers.append(child)
-            else:
-                return False  # anything else: the detailed walk says what and where
-    return True
-
-
-def _encodes(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+            stack.extend((f"{path}[{index}]", child) for index, child in enumerate(item))
 
 
 def _check_text(text: str, label: str, path: str) -> None:
@@ -151,7 +200,8 @@ def check_tool_call(label: str, name: Any, arguments: Any) -> dict[str, Any]:
             f"not {type(arguments).__name__}"
         )
     args = dict(arguments)
-    check_json(args, f"{label}({name!r}): argument")
+    if not clean_json(args):  # the label is made only for an error
+        check_json(args, f"{label}({name!r}): argument")
     return args
 
 

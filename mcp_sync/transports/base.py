@@ -8,44 +8,12 @@ or runs user code. Any object with these methods can be given to
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
+
+from .._values import encode_json
 
 if TYPE_CHECKING:
     from ..exceptions import ConnectionClosed, MCPError
-
-
-def _fast_encoder() -> Callable[[Any], str] | None:
-    """json's C encoder, called directly (what ``json.dumps`` reaches after several Python-level
-    steps per call), or None where it is missing or its signature differs (then ``json`` is used)."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # pragma: no cover - CPython always has the C accelerator
-        return None
-
-    def refuse(value: Any) -> Any:
-        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-    # One encoder for every call (making one parses nine arguments each time): without a
-    # markers dict it keeps no state between calls, so threads may share it. A value that
-    # contains itself then recurses until RecursionError, which is turned into json's ValueError.
-    encoder = make(None, refuse, json.encoder.encode_basestring, None, ":", ",", False, False, False)
-
-    def encode(message: Any) -> str:
-        try:
-            return "".join(encoder(message, 0))
-        except RecursionError:
-            raise ValueError("Circular reference detected (or a value nested too deeply for JSON)") from None
-
-    try:
-        probe = {"a": [1, 2.5, "\u00e9", None, True]}
-        if encode(probe) == json.dumps(probe, separators=(",", ":"), ensure_ascii=False):
-            return encode
-    except Exception:  # pragma: no cover - a Python whose C encoder takes other arguments
-        pass
-    return None  # pragma: no cover - as above
-
-
-_ENCODE = _fast_encoder() or json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 
 
 class EncodedObject(dict):  # type: ignore[type-arg]
@@ -60,7 +28,7 @@ class EncodedObject(dict):  # type: ignore[type-arg]
 
     def __init__(self, value: Mapping[str, Any]) -> None:
         super().__init__(value)
-        self.encoded = _ENCODE(self)
+        self.encoded = encode_json(self)
 
 
 def encode_message(message: Any) -> bytes:
@@ -80,10 +48,10 @@ def encode_message(message: Any) -> bytes:
         if type(meta) is EncodedObject and next(reversed(message)) == "params":
             rest = dict(params)
             del rest["_meta"]
-            text = _ENCODE({**message, "params": rest})  # ends with "}}": params', then the message's
+            text = encode_json({**message, "params": rest})  # ends with "}}": params', then the message's
             joint = ',"_meta":' if rest else '"_meta":'
             return (text[:-2] + joint + meta.encoded + "}}").encode("utf-8", "backslashreplace")
-    return _ENCODE(message).encode("utf-8", "backslashreplace")
+    return encode_json(message).encode("utf-8", "backslashreplace")
 
 
 class MessageSink(Protocol):
