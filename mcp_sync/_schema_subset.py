@@ -125,7 +125,12 @@ def _compile(schema: Any, depth: int) -> Check:
         if check is not None:
             (object_checks if target == "object" else checks).append(check)
     if object_checks:  # one dict test for all object keywords
-        checks.append(_when_dict(object_checks))
+        object_check = _all_of(object_checks)
+        if _TYPES["object"] in checks:  # "type": "object": that test and the object keywords' in one
+            checks.remove(_TYPES["object"])
+            checks.append(lambda value: isinstance(value, dict) and object_check(value))
+        else:
+            checks.append(lambda value: not isinstance(value, dict) or object_check(value))
     if not checks:
         return _always
     return _all_of(checks)
@@ -157,11 +162,6 @@ def _never(value: Any) -> bool:
     return False
 
 
-def _when_dict(checks: list[Check]) -> Check:
-    check = _all_of(checks)
-    return lambda value: not isinstance(value, dict) or check(value)
-
-
 def _type(value: Any, schema: Mapping[str, Any], depth: int) -> tuple[str, Check | None]:
     names = [value] if isinstance(value, str) else value
     if not isinstance(names, list) or not names or any(name not in _TYPES for name in names):
@@ -177,10 +177,13 @@ def _properties(value: Any, schema: Mapping[str, Any], depth: int) -> tuple[str,
         raise _Unsupported
     compiled = [(key, _compile(sub, depth + 1)) for key, sub in value.items()]
     compiled = [(key, check) for key, check in compiled if check is not _always]
+    required = _required_keys(schema.get("required", []))  # checked here too: one call for both
     if not compiled:
-        return "object", None
+        return _required(schema.get("required", []), {}, depth)
 
     def properties(item: dict[str, Any]) -> bool:
+        if required and not item.keys() >= required:
+            return False
         for key, check in compiled:
             if key in item and not check(item[key]):
                 return False
@@ -189,12 +192,16 @@ def _properties(value: Any, schema: Mapping[str, Any], depth: int) -> tuple[str,
     return "object", properties
 
 
-def _required(value: Any, schema: Mapping[str, Any], depth: int) -> tuple[str, Check | None]:
+def _required_keys(value: Any) -> frozenset[str]:
     if not isinstance(value, list) or not all(isinstance(key, str) for key in value):
         raise _Unsupported
-    if not value:
-        return "object", None
-    keys = frozenset(value)
+    return frozenset(value)
+
+
+def _required(value: Any, schema: Mapping[str, Any], depth: int) -> tuple[str, Check | None]:
+    keys = _required_keys(value)
+    if not keys or isinstance(schema.get("properties"), Mapping):
+        return "object", None  # nothing required, or "properties" checks it along with the values
     return "object", lambda item: item.keys() >= keys
 
 

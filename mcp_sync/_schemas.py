@@ -333,6 +333,10 @@ def _short(text: str, limit: int = _MAX_MESSAGE) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _named(what: str, args: tuple[Any, ...]) -> str:
+    return what % args if args else what
+
+
 def _path(parts: Iterable[Any]) -> str:
     text = "$"
     for part in parts:
@@ -341,7 +345,7 @@ def _path(parts: Iterable[Any]) -> str:
 
 
 def mismatches(
-    schema: Mapping[str, Any], instance: Any, what: str, seconds: float | None = None
+    schema: Mapping[str, Any], instance: Any, what: str, seconds: float | None = None, *what_args: Any
 ) -> list[tuple[str, str]] | None:
     """Where and why ``instance`` does not match ``schema``, the most relevant first:
     ``[("$.a", "'x' is not of type 'number'"), ...]``.
@@ -350,7 +354,8 @@ def mismatches(
     ``$ref``, an invalid schema: the check is then skipped, with a debug log) or when
     the check ran out of its bound (:data:`CHECK_STEPS`, and ``seconds`` or
     :data:`CHECK_SECONDS`, whichever is less: skipped with a warning). Patterns are
-    never run (see the module docstring).
+    never run (see the module docstring). ``what`` names the value in those logs, ``%``-formatted
+    with ``what_args`` only when a log is written (the common case formats nothing).
 
     Example::
 
@@ -361,7 +366,8 @@ def mismatches(
         if compiled.quick is not None and compiled.quick(instance):
             return []  # the common case: a plain schema and a matching value, no jsonschema
     except Exception as exc:  # the schema, not the data, is broken: do not block the call over it
-        log.debug("mcp_sync: %s not checked: its schema cannot be used (%s: %s)", what, type(exc).__name__, exc)
+        log.debug("mcp_sync: %s not checked: its schema cannot be used (%s: %s)", _named(what, what_args),
+                  type(exc).__name__, exc)
         return None
     limit = CHECK_SECONDS if seconds is None else max(0.0, min(seconds, CHECK_SECONDS))
     try:
@@ -378,11 +384,12 @@ def mismatches(
     except CheckTooLong:
         log.warning(
             "mcp_sync: %s not checked: its schema check ran past its bound (%d steps or %.1f s)",
-            what, CHECK_STEPS, limit,
+            _named(what, what_args), CHECK_STEPS, limit,
         )
         return None
     except Exception as exc:  # the schema, not the data, is broken: do not block the call over it
-        log.debug("mcp_sync: %s not checked: its schema cannot be used (%s: %s)", what, type(exc).__name__, exc)
+        log.debug("mcp_sync: %s not checked: its schema cannot be used (%s: %s)", _named(what, what_args),
+                  type(exc).__name__, exc)
         return None
     finally:
         _BUDGET.steps, _BUDGET.deadline = CHECK_STEPS, float("inf")  # leftovers never stop a later use
@@ -460,7 +467,7 @@ class ToolSchemas:
         if tool is None:
             log.debug("mcp_sync: arguments of %r not checked: the server did not list that tool", name)
             return
-        errors = mismatches(tool.input_schema, dict(arguments), f"the arguments of {name!r}", seconds)
+        errors = mismatches(tool.input_schema, dict(arguments), "the arguments of %r", seconds, name)
         if errors:
             path, why = errors[0]
             raise InvalidArguments(
@@ -484,22 +491,22 @@ class ToolSchemas:
         mode = self.validate_output
         if mode is False or result.is_error:
             return
-        if tool is None and result.structured_content is None:
-            # Only a listed tool is checked for a missing structuredContent: listing just for
-            # that would cost a round trip on most calls (most tools return text only).
-            with self._lock:
-                tool = self._tools.get(name)
+        structured = result.structured_content
+        if tool is None:
+            tool = self._tools.get(name)  # the common case, without the lock: one atomic dict read
             if tool is None:
-                return
-        tool = tool or self._tool(list_tools, name)
-        if tool is None or tool.output_schema is None:
+                # Only a listed tool is checked for a missing structuredContent: listing just for
+                # that would cost a round trip on most calls (most tools return text only).
+                tool = None if structured is None else self._tool(list_tools, name)
+                if tool is None:
+                    return
+        schema = tool.output_schema
+        if schema is None:
             return
-        if result.structured_content is None:
+        if structured is None:
             problem = "the tool declares an outputSchema but returned no structuredContent"
         else:
-            errors = mismatches(
-                tool.output_schema, result.structured_content, f"the result of {name!r}", seconds
-            )
+            errors = mismatches(schema, structured, "the result of %r", seconds, name)
             if not errors:
                 return
             path, why = errors[0]

@@ -265,10 +265,13 @@ def content_from_wire(raw: Any) -> Content:
     """One content block from its wire dict; unknown or malformed types stay generic."""
     if not isinstance(raw, dict):
         return ContentBlock(type="invalid", raw={"value": raw})
-    kind = raw.get("type")
-    meta, annotations = _opt_dict(raw.get(_META)), _opt_dict(raw.get("annotations"))
-    if kind == "text" and isinstance(raw.get("text"), str):
-        return TextContent(text=raw["text"], annotations=annotations, meta=meta, raw=raw)
+    kind, meta, annotations = raw.get("type"), raw.get(_META), raw.get("annotations")
+    meta = meta if isinstance(meta, dict) else None  # _opt_dict, inline: every block of every result
+    annotations = annotations if isinstance(annotations, dict) else None
+    if kind == "text":
+        text = raw.get("text")
+        if isinstance(text, str):
+            return TextContent(text=text, annotations=annotations, meta=meta, raw=raw)
     if kind in ("image", "audio") and isinstance(raw.get("data"), str):
         cls = ImageContent if kind == "image" else AudioContent
         mime_type = _opt_str(raw.get("mimeType")) or ""
@@ -529,12 +532,12 @@ class CallToolResult:
 
     @classmethod
     def from_wire(cls, raw: dict[str, Any]) -> CallToolResult:
-        content = raw.get("content")
+        content, meta = raw.get("content"), raw.get(_META)
         return cls(
-            content=[content_from_wire(block) for block in content] if isinstance(content, list) else [],
+            content=list(map(content_from_wire, content)) if isinstance(content, list) else [],
             structured_content=raw.get("structuredContent"),
             is_error=raw.get("isError") is True,
-            meta=_opt_dict(raw.get(_META)),
+            meta=meta if isinstance(meta, dict) else None,
             raw=raw,
         )
 

@@ -83,11 +83,12 @@ def read_lines(fd: int, wake_fd: int | None, max_line: int) -> Iterator[tuple[by
             if pending and not skipping:
                 yield bytes(pending), False
             return
+        newline = data.find(b"\n")
+        if newline == len(data) - 1 and not pending and not skipping:  # one whole line: the common case
+            yield (data[:max_line], True) if newline > max_line else (data[:newline], False)
+            continue
         start = 0
-        while True:
-            newline = data.find(b"\n", start)
-            if newline < 0:
-                break
+        while newline >= 0:
             if skipping:
                 skipping = False
             else:
@@ -99,6 +100,7 @@ def read_lines(fd: int, wake_fd: int | None, max_line: int) -> Iterator[tuple[by
                     line = data[start:newline]
                 yield (line[:max_line], True) if len(line) > max_line else (line, False)
             start = newline + 1
+            newline = data.find(b"\n", start)
         if not skipping:
             pending += data[start:]
             if len(pending) > max_line:
@@ -116,18 +118,22 @@ def _reader(fd: int, wake_fd: int | None) -> Callable[[], bytes]:
     poller.register(wake_fd, select.POLLIN)
     drain = [_DRAIN_BYTES]  # once woken: what may still be read of what is already in the pipe
 
+    def drained() -> bytes:
+        """Woken: deliver what is already in the pipe (the last lines), then stop."""
+        if drain[0] <= 0:
+            return b""
+        try:
+            data = os.read(fd, min(_READ_CHUNK, drain[0]))
+        except BlockingIOError:
+            return b""
+        drain[0] -= len(data)
+        return data
+
     def read() -> bytes:
         while True:  # wait first: one poll and one read per arrival, no EAGAIN round trip
-            if any(ready_fd == wake_fd for ready_fd, _ in poller.poll()):
-                # woken: deliver what is already in the pipe (the last lines), then stop
-                if drain[0] <= 0:
-                    return b""
-                try:
-                    data = os.read(fd, min(_READ_CHUNK, drain[0]))
-                except BlockingIOError:
-                    return b""
-                drain[0] -= len(data)
-                return data
+            for ready_fd, _ in poller.poll():
+                if ready_fd == wake_fd:
+                    return drained()
             try:
                 return os.read(fd, _READ_CHUNK)
             except BlockingIOError:
