@@ -133,16 +133,16 @@ class _Pending(Outcome):
     __slots__ = ("coalesced", "last_progress", "method", "ordered", "progress", "progress_queued", "tail")
 
     def __init__(self, method: str, progress: ProgressCallback | None, ordered: bool) -> None:
-        super().__init__()
-        self.method = method
-        self.progress = progress
-        self.ordered = ordered
-        self.last_progress: float | None = None  # monotonic time of the last progress notification
-        self.progress_queued = 0  # progress deliveries queued on the dispatcher, not yet run
-        #: The delivery queued last, while it has not run: past the bound a newer value
-        #: replaces its arguments (it is the last one queued, so the order is kept).
+        Outcome.__init__(self)
+        self.method, self.progress, self.ordered = method, progress, ordered
+        #: ``last_progress``: the monotonic time of the last progress notification. ``tail``: the
+        #: delivery queued last, while it has not run: past the bound a newer value replaces its
+        #: arguments (it is the last one queued, so the order is kept).
+        self.last_progress: float | None = None
         self.tail: list[Any] | None = None
-        self.coalesced = 0  # notifications replaced past the bound (logged once the call ends)
+        #: progress deliveries queued on the dispatcher and not yet run; notifications replaced
+        #: past the bound (logged once the call ends)
+        self.progress_queued = self.coalesced = 0
 
 
 class Engine:
@@ -306,8 +306,9 @@ class Engine:
         # the dispatch queue too, except when the caller *is* the dispatch thread.
         pending = _Pending(method, progress, ordered=progress is not None and not self.dispatcher.on_thread())
         wants_progress = progress is not None or reset_timeout_on_progress
-        token = f"mcp_sync-{request_id}" if wants_progress else ""
+        token = ""
         if wants_progress:
+            token = f"mcp_sync-{request_id}"
             params = dict(params or {})  # never the caller's dict: the token is this request's
             meta = params.get("_meta")
             params["_meta"] = {**(meta if isinstance(meta, dict) else {}), "progressToken": token}

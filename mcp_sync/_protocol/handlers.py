@@ -164,7 +164,14 @@ def _roots_list(roots: Roots) -> list[dict[str, Any]]:
     return listed
 
 
-@attrs.define
+def _forget_capabilities(handlers: Handlers, attribute: Any, value: Any) -> Any:
+    """Setting a handler or an option changes what the client declares: build it again."""
+    if not attribute.name.startswith("_"):
+        handlers._capability_cache = {}
+    return value
+
+
+@attrs.define(on_setattr=_forget_capabilities)
 class Handlers:
     """The registered handlers and the capabilities they declare.
 
@@ -188,12 +195,24 @@ class Handlers:
     url_elicitation: bool = False
     _calls: list[list[HandlerError]] = attrs.field(factory=list, init=False, repr=False)
     _calls_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
+    #: capabilities(era) as built last, per era (and URL elicitation flag); emptied when a field is set
+    _capability_cache: dict[Any, dict[str, Any]] = attrs.field(factory=dict, init=False, repr=False, eq=False)
 
     @property
     def declares_url(self) -> bool:
         return self.url_elicitation or bool(getattr(self.on_elicitation, "url", False))
 
     def capabilities(self, era: str) -> dict[str, Any]:
+        """The client capabilities these handlers declare in ``era``. Built once and kept until a
+        handler or option is set (every modern request carries them): the dict is shared, so
+        copy it to change it. A handler's ``url`` attribute is read on each call."""
+        key = era if self.on_elicitation is None else (era, self.declares_url)
+        caps = self._capability_cache.get(key)
+        if caps is None:
+            caps = self._capability_cache[key] = self._build_capabilities(era)
+        return caps
+
+    def _build_capabilities(self, era: str) -> dict[str, Any]:
         caps: dict[str, Any] = {}
         if self.on_elicitation is not None:
             caps["elicitation"] = {"form": {}}

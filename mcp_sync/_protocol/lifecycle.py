@@ -134,14 +134,15 @@ class Lifecycle:
     def meta(self, version: str) -> dict[str, Any]:
         """The ``_meta`` a modern request carries (E1, E2, W1).
 
-        Built and encoded once, then reused while the version, client info, capabilities (asked
-        each time: they follow the handlers) and log level stay the same: every modern request
-        carries it. Read-only (an :class:`~mcp_sync.transports.base.EncodedObject`).
+        Built and encoded once, then reused while the version, capabilities (asked each time:
+        they follow the handlers) and log level stay the same (the client info is fixed when
+        the client is made): every modern request carries it. Read-only (an
+        :class:`~mcp_sync.transports.base.EncodedObject`).
         """
-        capabilities = self.capabilities("modern")
+        capabilities = self.capabilities("modern")  # the same dict until a handler changes
         made = self._envelope
-        if made is not None and made[0] == (version, self.log_level, self.client_info) and made[1] == capabilities:
-            return made[2]
+        if made is not None and made[0] is version and made[1] is self.log_level and made[2] is capabilities:
+            return made[3]  # (compared by identity: an equal but new value only builds it once more)
         meta: dict[str, Any] = {
             META_PROTOCOL_VERSION: version,
             META_CLIENT_INFO: self.client_info,
@@ -150,7 +151,7 @@ class Lifecycle:
         if self.log_level is not None:
             meta[META_LOG_LEVEL] = self.log_level
         envelope = EncodedObject(copy_json(meta))  # its own copy: nothing else can change it
-        self._envelope = ((version, self.log_level, self.client_info), capabilities, envelope)
+        self._envelope = (version, self.log_level, capabilities, envelope)
         return envelope
 
     def params(
