@@ -212,20 +212,17 @@ class Session:
 
     # -- the request path ------------------------------------------------------------------
 
-    def send(self, method: str, params: dict[str, Any] | None = None, options: CallOptions = DEFAULT
-             ) -> dict[str, Any]:
+    def send(self, method: str, params: dict[str, Any] | None = None, options: CallOptions = DEFAULT,
+             traced: bool = False) -> dict[str, Any]:
         """The one request path: connect within the deadline, envelope, engine, resultType check
-        (inside a client span when tracing, #19.6)."""
+        (inside a client span when tracing, #19.6: the span sends with ``traced=True``)."""
         tracing = self.tracing
-        if tracing is None or not tracing.active():  # no SDK set up: no span, no cost
-            return self._send(method, params, options)
-        negotiated = self.connection.negotiated
-        return tracing.request(
-            method, params, options, protocol_version=negotiated.protocol_version if negotiated else None,
-            target=self.connection.target, send=lambda traced: self._send(method, params, traced),
-        )
-
-    def _send(self, method: str, params: dict[str, Any] | None, options: CallOptions) -> dict[str, Any]:
+        if not traced and tracing is not None and tracing.active():  # no SDK set up: no span, no cost
+            negotiated = self.connection.negotiated
+            return tracing.request(
+                method, params, options, protocol_version=negotiated.protocol_version if negotiated else None,
+                target=self.connection.target, send=lambda with_trace: self.send(method, params, with_trace, True),
+            )
         if options.credential is not None:
             self.check_request_headers(method)
         negotiated, options = self.connected_within(method, options)
