@@ -69,10 +69,10 @@ class BoundSession(Session):
         headers = {**self._headers(), **(options.headers or {})}
         return attrs.evolve(options, headers=headers or None, credential=(self._credential, options.credential))
 
-    def send(self, method: str, params: dict[str, Any] | None = None, options: CallOptions = DEFAULT
-             ) -> dict[str, Any]:
+    def send(self, method: str, params: dict[str, Any] | None = None, options: CallOptions = DEFAULT,
+             traced: bool = False) -> dict[str, Any]:
         target = self._checked()
-        return target.send(method, params, self._options(target, options))
+        return target.send(method, params, self._options(target, options), traced)
 
     def send_cached(self, method: str, params: dict[str, Any] | None, options: CallOptions = DEFAULT
                     ) -> dict[str, Any]:
