@@ -49,6 +49,14 @@ def test_only_http_urls_are_taken(url: str) -> None:
         mcp_sync.Client.http(url)
 
 
+@pytest.mark.parametrize("url", ["http://:8080/mcp", "http:///mcp", "http://", "https://:443/mcp", "http://user@:80/"])
+def test_a_url_without_a_host_is_refused_when_the_client_is_made(url: str) -> None:
+    """Before: accepted, named "None:8080", and every request failed far from the cause."""
+    for make in (mcp_sync.Client.http, mcp_sync.Client.sse):
+        with pytest.raises(ValueError, match="the URL names no host"):
+            make(url)
+
+
 def test_a_redirect_to_a_location_that_does_not_parse_is_refused(no_leaks: None) -> None:
     """The server redirects the POST to a URL with an impossible port: ProtocolError, and the
     request goes nowhere else."""

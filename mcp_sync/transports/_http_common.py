@@ -511,6 +511,8 @@ class HttpBase(BaseTransport):
     ) -> None:
         if urlsplit(url).scheme not in ("http", "https"):
             raise ValueError(f"not an http(s) URL: {redact_url(url)!r}")
+        if not urlsplit(url).hostname:  # "http://:8080/mcp" would fail at every request, far from here
+            raise ValueError(f"the URL names no host: {redact_url(url)!r} (e.g. http://localhost:8080/mcp)")
         try:
             origin(url)
         except ValueError as exc:
