@@ -10,7 +10,9 @@ nesting walked is bounded by :data:`MAX_DEPTH`.
 Understood annotations: the classes above (nested too), pydantic models (``model_validate``),
 ``int``, ``float`` (an int is taken), ``str``, ``bool``, ``None``, ``Any``, ``list[X]``,
 ``tuple[X, ...]``, ``dict[str, X]``, ``Optional``/``Union`` (the first member that fits),
-``Literal[...]``, ``Enum`` subclasses; any other class takes a value that is an instance of it.
+``Literal[...]``, ``Enum`` subclasses, generic classes with their type arguments (``Page[Item]``:
+a type variable left unbound, as in ``Page``, is the caller's TypeError); any other class takes a
+value that is an instance of it.
 """
 
 from __future__ import annotations
@@ -181,6 +183,8 @@ def _convert(tp: Any, value: Any, path: str, depth: int) -> Any:
         return _sequence(origin or tp, args, value, path, depth)
     if origin in _MAPPINGS or tp in _MAPPINGS:
         return _mapping(args, value, path, depth)
+    if origin is not None and _has_fields(origin):  # a generic class with its type arguments: Page[Item]
+        return _fields(_plan(tp), value, path, depth)
     if origin is not None:  # some other generic (Sequence[X], ...): its plain class decides
         return _convert(origin, value, path, depth)
     if tp is bool:
@@ -204,7 +208,7 @@ def _convert(tp: Any, value: Any, path: str, depth: int) -> Any:
             return tp(value)
         except ValueError:
             raise _Mismatch(path, f"expected one of {[m.value for m in tp]!r}, got {_short(value)}") from None
-    if isinstance(tp, type) and (_is_typed_dict(tp) or dataclasses.is_dataclass(tp) or attrs.has(tp)):
+    if _has_fields(tp):
         return _fields(_plan(tp), value, path, depth)
     validate = getattr(tp, "model_validate", None)
     if isinstance(tp, type) and callable(validate):  # a pydantic model
@@ -216,6 +220,9 @@ def _convert(tp: Any, value: Any, path: str, depth: int) -> Any:
         if not isinstance(value, tp):
             raise _Mismatch(path, f"expected {tp.__name__}, got {_kind(value)}")
         return value
+    if isinstance(tp, typing.TypeVar):
+        raise TypeError(f"output_type: cannot build a value of {tp!r} (a type variable: give its generic class "
+                        f"its type arguments, e.g. Page[Item] rather than Page)")
     raise TypeError(f"output_type: cannot build a value of {tp!r}")
 
 
@@ -252,10 +259,35 @@ class _Plan:
     fields: tuple[tuple[str, Any, bool, str], ...]
 
 
+def _has_fields(tp: Any) -> bool:
+    return isinstance(tp, type) and (_is_typed_dict(tp) or dataclasses.is_dataclass(tp) or attrs.has(tp))
+
+
+def _bind(hint: Any, bindings: dict[Any, Any]) -> Any:
+    """``hint`` with the class's type variables replaced by its type arguments (``list[T]`` -> ``list[Item]``)."""
+    if isinstance(hint, typing.TypeVar):
+        return bindings.get(hint, hint)
+    parameters = getattr(hint, "__parameters__", ())
+    if parameters:
+        try:
+            return hint[tuple(bindings.get(parameter, parameter) for parameter in parameters)]
+        except TypeError:  # an alias that does not take them: left as written
+            return hint
+    return hint
+
+
 @functools.lru_cache(maxsize=256)
 def _plan(tp: Any) -> _Plan:
     """The fields of a TypedDict, dataclass or attrs class, read once per class (``get_type_hints``
-    costs tens of microseconds: per item of a long list it would dominate)."""
+    costs tens of microseconds: per item of a long list it would dominate). A generic class given
+    its type arguments (``Page[Item]``) is its class's plan with its type variables bound."""
+    origin = typing.get_origin(tp)
+    if origin is not None:
+        plan = _plan(origin)
+        bindings = dict(zip(getattr(origin, "__parameters__", ()), typing.get_args(tp)))
+        return _Plan(plan.make, tuple(
+            (name, _bind(hint, bindings), required, keyword) for name, hint, required, keyword in plan.fields
+        ))
     hints = _hints(tp)
     if _is_typed_dict(tp):
         required = _required_keys(tp)

@@ -162,6 +162,21 @@ def test_a_parametrised_generic_is_built_as_its_plain_class() -> None:
 
 
 @dataclasses.dataclass
+class Page(Generic[T]):
+    items: List[T]
+    first: Optional[T] = None
+
+
+def test_a_generic_class_given_its_type_arguments_builds_its_fields_with_them() -> None:
+    """Before: Page[Item] raised TypeError (its fields' T was not bound to Item)."""
+    page = build(Page[Envelope[str]], {"items": [{"kind": "a", "size": 1}], "first": {"kind": "b", "size": 2}})
+    assert page == Page([Envelope("a", 1)], Envelope("b", 2))
+    assert refused(Page[int], {"items": [1, "2"]}).endswith("field 'items[1]': expected integer, got string")
+    with pytest.raises(TypeError, match=r"cannot build a value of ~T \(a type variable: give its generic class"):
+        build(Page, {"items": [1]})
+
+
+@dataclasses.dataclass
 class Dangling:
     x: NoSuchType  # type: ignore[name-defined]  # noqa: F821
 
