@@ -45,6 +45,11 @@ def test_silent_probe_then_initialize_naming_our_modern_revision_is_modern(tmp_p
         assert client.call_tool("echo", {"text": "m"}).text == "m"
     assert methods(peer)[:3] == ["server/discover", "initialize", "server/discover"]
     assert "notifications/initialized" not in [m.get("method") for m in peer.sent()]
+    # the unanswered probe is given up on the wire once initialize decided (before: it stayed
+    # pending, its connect thread waiting, until the connect's deadline or close)
+    probe_id = peer.requests()[0]["id"]
+    cancelled = [m["params"].get("requestId") for m in peer.sent() if m.get("method") == "notifications/cancelled"]
+    assert probe_id in cancelled
 
 
 def test_initialize_names_our_modern_revision_but_discover_then_fails(tmp_path: Path, no_leaks: None) -> None:

@@ -305,6 +305,7 @@ class Lifecycle:
                     modern = _mutual(error.supported, MODERN_VERSIONS)
                     if modern:
                         log.debug("mcp_sync: initialize answered -32022 naming %s: the server is modern", modern[0])
+                        probe.abandon()  # a new server/discover at that revision decides (the server is told)
                         return engine, _noted(self._modern, note)(engine, modern[0], budget)
                 if probe_failed is not None:
                     note = _probe_note(probe_failed)
@@ -371,7 +372,7 @@ class Lifecycle:
             )
         return Negotiated(
             era="modern",
-            protocol_version=version if version in result.supported_versions or not mutual else mutual[0],
+            protocol_version=version if version in result.supported_versions else mutual[0],
             server_capabilities=result.capabilities,
             server_implementation=result.server_info,
             instructions=result.instructions,
