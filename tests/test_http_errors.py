@@ -98,6 +98,30 @@ def test_an_untrusted_certificate_is_named(tls_files: tuple[Path, Path], no_leak
     assert not any(internal in str(failure.value) for internal in INTERNALS)
 
 
+def test_an_untrusted_certificate_is_not_retried(tls_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch,
+                                                 no_leaks: None) -> None:
+    """A refused certificate stays refused: one attempt, no backoff (before: max_retries attempts
+    with exponential backoff, for a GET or list that may be sent again)."""
+    from mcp_sync.transports._http_common import HttpBase
+
+    attempts: list[str] = []
+    send_once = HttpBase.send_once
+
+    def counted(self: HttpBase, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        attempts.append(method)
+        return send_once(self, method, url, *args, **kwargs)
+
+    monkeypatch.setattr(HttpBase, "send_once", counted)
+    with FakeServer("legacy", tls=(str(tls_files[0]), str(tls_files[1]))) as fake:
+        for make in (mcp_sync.Client.http, mcp_sync.Client.sse):  # POST initialize; the SSE GET (safe to resend)
+            attempts.clear()
+            client = make(fake.url, mode="legacy", max_retries=3, timeout=10)
+            with pytest.raises(mcp_sync.ConnectionClosed, match="TLS certificate was not accepted"):
+                client.connect()
+            client.close()
+            assert len(attempts) == 1, attempts
+
+
 def test_https_to_a_plain_http_server_is_a_tls_failure(no_leaks: None) -> None:
     """An https:// URL whose server speaks plain HTTP: "TLS failed" and the TLS library's reason."""
     with FakeServer("legacy") as fake:

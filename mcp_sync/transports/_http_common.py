@@ -15,6 +15,7 @@ as soon as the headers are read.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import email.utils
 import errno
@@ -175,6 +176,20 @@ def auth_headers(auth: Any, url: str) -> dict[str, str]:
     return {name: value for name, value in after.items() if before.get(name) != value}
 
 
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what it wraps, nearest first, each once: requests wraps urllib3, which wraps the
+    socket or TLS error (in ``reason``, ``args``, ``__cause__`` or ``__context__``)."""
+    seen: set[int] = set()
+    todo: collections.deque[object] = collections.deque([exc])
+    while todo:
+        current = todo.popleft()
+        if not isinstance(current, BaseException) or id(current) in seen:
+            continue  # None, or a string: ssl.SSLError's reason is one
+        seen.add(id(current))
+        yield current
+        todo.extend((getattr(current, "reason", None), current.__cause__, current.__context__, *current.args))
+
+
 def describe_failure(exc: BaseException) -> str:
     """What went wrong with a connection, for a user: no library class names.
 
@@ -185,13 +200,7 @@ def describe_failure(exc: BaseException) -> str:
     # ConnectTimeout only for a connect that timed out (its chain says no more than "timed out").
     if isinstance(exc, requests.ConnectTimeout):
         return "connecting timed out"
-    seen: set[int] = set()
-    todo: list[object] = [exc]
-    while todo:
-        current = todo.pop(0)
-        if not isinstance(current, BaseException) or id(current) in seen:
-            continue  # None, or a string: ssl.SSLError's reason is one
-        seen.add(id(current))
+    for current in _causes(exc):
         if isinstance(current, socket.gaierror):
             return "the host name could not be resolved"
         if isinstance(current, ConnectionRefusedError):
@@ -214,10 +223,6 @@ def describe_failure(exc: BaseException) -> str:
             return "timed out"
         if type(current) is OSError and current.errno is not None:
             return (current.strerror or errno.errorcode.get(current.errno, "error")).lower()
-        todo.append(getattr(current, "reason", None))
-        todo.append(current.__cause__)
-        todo.append(current.__context__)
-        todo.extend(current.args)
     if isinstance(exc, (requests.Timeout, urllib3.exceptions.TimeoutError)):  # a timeout on a non-blocking read
         return "timed out"
     return "the connection failed"
@@ -619,7 +624,7 @@ class HttpBase(BaseTransport):
                     raise Aborted from exc
                 never_sent = _connect_failure(exc)
                 resend = never_sent or (safe_to_resend and isinstance(exc, requests.ConnectionError))
-                if last or not resend:
+                if last or not resend or _certificate_refused(exc):  # a refused certificate stays refused
                     raise ConnectionClosed(f"{method} {redact_url(url)} failed: {describe_failure(exc)}") from exc
                 slot.sleep(min(0.1 * 2**attempt, 2.0))
                 continue
@@ -891,6 +896,12 @@ def jsonrpc_error(parsed: Any) -> dict[str, Any] | None:
     ):
         return dict(parsed["error"])
     return None
+
+
+def _certificate_refused(exc: BaseException) -> bool:
+    """Whether the server's TLS certificate was not accepted (anywhere in the chain of causes):
+    sending again would only be refused again, after a backoff for nothing."""
+    return any(isinstance(cause, ssl.SSLCertVerificationError) for cause in _causes(exc))
 
 
 def _connect_failure(exc: BaseException) -> bool:
