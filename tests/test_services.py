@@ -708,6 +708,28 @@ def test_each_request_is_a_client_span_with_trace_context_in_meta(era: str, otel
     assert meta["traceparent"].split("-")[1] == trace_id  # W3C trace context in params._meta
 
 
+def test_a_sampled_out_parent_still_sends_its_trace_context(otel, sent_meta) -> None:  # type: ignore[no-untyped-def]
+    """W3C trace context: a request under a parent that was not sampled carries ``traceparent``
+    with the parent's trace id and flags 00, so the server keeps the decision (before: nothing was
+    sent, and a server sampled a fresh trace of its own). No span is recorded for it."""
+    from opentelemetry import context, trace
+
+    exporter, _ = otel
+    exporter.clear()
+    parent = trace.SpanContext(trace_id=0x0AF7651916CD43DD8448EB211C80319C, span_id=0x00F067AA0BA902B7,
+                               is_remote=True, trace_flags=trace.TraceFlags(0))
+    token = context.attach(trace.set_span_in_context(trace.NonRecordingSpan(parent)))
+    try:
+        with mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], timeout=30) as client:
+            assert client.call_tool("echo", {"text": "t"}).text == "t"
+    finally:
+        context.detach(token)
+    [meta] = [meta for method, meta in sent_meta if method == "tools/call"]
+    version, trace_id, _span_id, flags = meta["traceparent"].split("-")
+    assert (version, trace_id, flags) == ("00", "0af7651916cd43dd8448eb211c80319c", "00")
+    assert [s for s in exporter.get_finished_spans() if s.name == "tools/call echo"] == []
+
+
 def test_failures_set_the_span_status_and_error_type(otel, sdk_http_url: str) -> None:  # type: ignore[no-untyped-def]
     from opentelemetry.trace import StatusCode
 

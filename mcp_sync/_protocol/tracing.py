@@ -95,10 +95,12 @@ class Tracing:
             set_status_on_exception=False,
         ) as span:
             ids: list[Any] = []
-            if span.is_recording():  # no SDK configured: nothing to propagate or record on the span
+            context: dict[str, Any] = {}
+            if span.get_span_context().is_valid:  # sampled out too: the server sees that decision (flags 00)
                 carrier: dict[str, str] = {}
                 propagate.inject(carrier)
-                context: dict[str, Any] = {key: carrier[key] for key in ("traceparent", "tracestate") if key in carrier}
+                context = {key: carrier[key] for key in ("traceparent", "tracestate") if key in carrier}
+            if span.is_recording() or context:
                 chained = options.on_request_id
 
                 def on_request_id(request_id: Any) -> None:
