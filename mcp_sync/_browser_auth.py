@@ -3,6 +3,7 @@ loopback server that catches the redirect."""
 
 from __future__ import annotations
 
+import errno
 import os
 import selectors
 import socket
@@ -20,6 +21,10 @@ DEFAULT_TIMEOUT = 300.0  # the user has five minutes to log in
 CONNECTION_TIMEOUT = 10.0
 MAX_HEAD = 16 * 1024  # bytes of request line and headers (a redirect with a long code fits easily)
 MAX_CONNECTIONS = 16  # open at once; a new one replaces the oldest past that
+#: accept() failing for want of file descriptors or memory: the pending connection keeps the
+#: listener readable, so the loop waits this long before trying again instead of spinning
+ACCEPT_BACKOFF = 0.1
+_EXHAUSTED = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 PAGE = (
     b"<!doctype html><html><head><meta charset='utf-8'><title>Authorized</title></head>"
     b"<body><p>Authorization complete. You can close this window and return to the application.</p></body></html>"
@@ -168,7 +173,9 @@ def _serve(listener: socket.socket, redirect: _Redirect, deadline: float) -> str
             wake = min([deadline, *(c.until for c in connections.values())])
             for key, _ in selector.select(max(0.0, wake - now)):
                 if key.fileobj is listener:  # (the clock moved during select: read it again)
-                    _accept(listener, selector, connections, drop, min(time.monotonic() + CONNECTION_TIMEOUT, deadline))
+                    if not _accept(listener, selector, connections, drop,
+                                   min(time.monotonic() + CONNECTION_TIMEOUT, deadline)):
+                        time.sleep(max(0.0, min(ACCEPT_BACKOFF, deadline - time.monotonic())))
                     continue
                 connection = connections.get(key.fileobj)  # type: ignore[call-overload]
                 if connection is None:
@@ -190,21 +197,29 @@ def _accept(
     connections: dict[socket.socket, _Connection],
     drop: Callable[[_Connection], None],
     until: float,
-) -> None:
+) -> bool:
     """Take every pending connection; past MAX_CONNECTIONS, the oldest makes room for a new one
-    (so a local program holding connections open cannot keep the browser's redirect out)."""
+    (so a local program holding connections open cannot keep the browser's redirect out). Out
+    of file descriptors, the oldest connection is dropped to make room too; with none to drop,
+    returns False (the caller backs off: the listener stays readable, and retrying at once spins)."""
     for _ in range(MAX_CONNECTIONS):
         try:
             sock, _address = listener.accept()
         except (BlockingIOError, InterruptedError):
-            return
-        except OSError:  # e.g. the peer reset before accept: nothing to serve
+            return True
+        except OSError as exc:
+            if exc.errno not in _EXHAUSTED:
+                continue  # e.g. the peer reset before accept: nothing to serve
+            if not connections:
+                return False
+            drop(min(connections.values(), key=lambda c: c.until))
             continue
         sock.setblocking(False)
         if len(connections) >= MAX_CONNECTIONS:
             drop(min(connections.values(), key=lambda c: c.until))
         connections[sock] = _Connection(sock, until)
         selector.register(sock, selectors.EVENT_READ)
+    return True
 
 
 def _read(connection: _Connection, redirect: _Redirect) -> tuple[bool, str | None]:

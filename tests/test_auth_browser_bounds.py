@@ -5,6 +5,7 @@ Margins allow for a loaded 2-core machine. Loopback only."""
 
 from __future__ import annotations
 
+import errno
 import io
 import socket
 import threading
@@ -215,3 +216,65 @@ def test_malformed_requests_are_answered_and_ignored(local: Local, request_line:
     assert "code=the-code" in authorize(port, timeout=10)
     local.close()
     assert replies and replies[0].split(b" ")[1] == status
+
+
+class _OutOfDescriptors(socket.socket):
+    """A listener whose accept() fails as it does when the process has no file descriptor left."""
+
+    def accept(self):  # type: ignore[no-untyped-def]
+        raise OSError(errno.EMFILE, "Too many open files")
+
+
+def test_out_of_file_descriptors_the_listener_backs_off_instead_of_spinning() -> None:
+    """A connection is pending but accept() fails with EMFILE: the listener stays readable, and
+    retrying at once spun a core until the deadline (about 1 s of CPU per second waited). Now it
+    waits ACCEPT_BACKOFF between tries: well under half the wall time in CPU on a loaded machine."""
+    listener = _OutOfDescriptors(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.setblocking(False)
+    pending = socket.create_connection(listener.getsockname(), timeout=2)
+    try:
+        wall, cpu = time.monotonic(), time.thread_time()
+        assert _browser_auth._serve(listener, _browser_auth._Redirect("/cb", "s"), time.monotonic() + 1.0) is None
+        wall, cpu = time.monotonic() - wall, time.thread_time() - cpu
+    finally:
+        pending.close()
+        listener.close()
+    assert 0.9 <= wall < 1.0 + MARGIN  # the deadline still holds
+    assert cpu < 0.4, f"{cpu:.2f} s of CPU in {wall:.2f} s: spinning on a listener it cannot accept from"
+
+
+def test_out_of_file_descriptors_the_oldest_connection_makes_room() -> None:
+    """With connections open, EMFILE drops the oldest (freeing a descriptor) and accepts again."""
+    import selectors
+
+    calls: list[str] = []
+
+    class FailsOnce(socket.socket):
+        def accept(self):  # type: ignore[no-untyped-def]
+            calls.append("accept")
+            if len(calls) == 1:
+                raise OSError(errno.EMFILE, "Too many open files")
+            raise BlockingIOError
+
+    listener = FailsOnce(socket.AF_INET, socket.SOCK_STREAM)
+    old, new = socket.socketpair()
+    selector = selectors.DefaultSelector()
+    connections: dict[socket.socket, _browser_auth._Connection] = {}
+    dropped: list[socket.socket] = []
+    try:
+        selector.register(old, selectors.EVENT_READ)
+        connections[old] = _browser_auth._Connection(old, time.monotonic() + 5)
+
+        def drop(connection: _browser_auth._Connection) -> None:
+            dropped.append(connection.sock)
+            connections.pop(connection.sock)
+            selector.unregister(connection.sock)
+
+        assert _browser_auth._accept(listener, selector, connections, drop, time.monotonic() + 5) is True
+        assert dropped == [old] and calls == ["accept", "accept"]
+    finally:
+        selector.close()
+        for sock in (listener, old, new):
+            sock.close()
