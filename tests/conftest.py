@@ -141,14 +141,43 @@ def no_leaks() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_process_state() -> Iterator[None]:
+def _fresh_process_state(request: pytest.FixtureRequest) -> Iterator[None]:
     """Every test starts and ends with the process-wide state empty (#22.10): the per-origin
-    era cache of the HTTP transport (mcp_sync.transports.http._ERA_CACHE)."""
+    era cache of the HTTP transport (mcp_sync.transports.http._ERA_CACHE), and OpenTelemetry's
+    providers for every test but those that ask for them (the ``otel`` fixture of test_services
+    sets them once per process: with them set, each request carries a new ``traceparent``, and a
+    test comparing what two requests sent failed or passed by which tests ran before it; found
+    running the test files in reverse order)."""
     from mcp_sync.transports import http as http_module
 
     http_module._ERA_CACHE.clear()
-    yield
+    with contextlib.ExitStack() as stack:
+        if "otel" not in request.fixturenames:
+            stack.enter_context(_no_telemetry_providers())
+        yield
     http_module._ERA_CACHE.clear()
+
+
+@contextlib.contextmanager
+def _no_telemetry_providers() -> Iterator[None]:
+    """OpenTelemetry as if no SDK were set up (its providers live in module variables), then back."""
+    trace = sys.modules.get("opentelemetry.trace")
+    internal = sys.modules.get("opentelemetry.metrics._internal")
+    saved = (getattr(trace, "_TRACER_PROVIDER", None), getattr(internal, "_METER_PROVIDER", None))
+    if saved == (None, None):
+        yield
+        return
+    if trace is not None:
+        trace._TRACER_PROVIDER = None  # type: ignore[attr-defined]
+    if internal is not None:
+        internal._METER_PROVIDER = None  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        if trace is not None:
+            trace._TRACER_PROVIDER = saved[0]  # type: ignore[attr-defined]
+        if internal is not None:
+            internal._METER_PROVIDER = saved[1]  # type: ignore[attr-defined]
 
 
 @pytest.fixture

@@ -26,7 +26,6 @@ pytestmark = pytest.mark.timeout(60)
 CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 VERSION = "io.modelcontextprotocol/protocolVersion"
-TRACE_CONTEXT = ("traceparent", "tracestate")
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=6),
@@ -65,14 +64,7 @@ def wire(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
 
 def _calls(wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each tools/call's params, its ``_meta`` without W3C trace context: an OpenTelemetry SDK set
-    up process-wide by another test (providers are global) adds a new ``traceparent`` to each."""
-    calls = [dict(message["params"]) for message in wire if message.get("method") == "tools/call"]
-    for params in calls:
-        meta = {key: value for key, value in params.pop("_meta", {}).items() if key not in TRACE_CONTEXT}
-        if meta:
-            params["_meta"] = meta
-    return calls
+    return [message["params"] for message in wire if message.get("method") == "tools/call"]
 
 
 def test_the_envelope_follows_handlers_and_log_level_at_once(wire: list[dict[str, Any]]) -> None:
