@@ -179,7 +179,7 @@ def _properties(value: Any, schema: Mapping[str, Any], depth: int) -> tuple[str,
     compiled = [(key, check) for key, check in compiled if check is not _always]
     required = _required_keys(schema.get("required", []))  # checked here too: one call for both
     if not compiled:
-        return _required(schema.get("required", []), {}, depth)
+        return "object", (lambda item: item.keys() >= required) if required else None
 
     def properties(item: dict[str, Any]) -> bool:
         if required and not item.keys() >= required:
