@@ -20,7 +20,6 @@ import attrs
 from .._options import CallOptions
 from .._threads import run_concurrently
 from ..exceptions import InputRequiredError, ProtocolError, ServerRequestError
-from .cache import CACHEABLE_METHODS
 from .handlers import INPUT_METHODS
 
 if TYPE_CHECKING:
@@ -47,7 +46,6 @@ def _rounds(session: Session, method: str, params: dict[str, Any], options: Call
     if responses is not None or state is not None:
         options = attrs.evolve(options, input_responses=None, request_state=None)
     delay = _LOAD_SHED_BACKOFF[0]
-    send = session.send_cached if method in CACHEABLE_METHODS else session.send  # C2: as send_cached would
     for _round in range(session.input_required_max_rounds + 1):
         round_params = params
         if responses is not None or state is not None:
@@ -56,7 +54,7 @@ def _rounds(session: Session, method: str, params: dict[str, Any], options: Call
                 round_params["inputResponses"] = responses
             if state is not None:
                 round_params["requestState"] = state  # R3: echoed exactly, never inspected
-        result = send(method, round_params, options)  # C2: retries bypass the cache
+        result = session.send_cached(method, round_params, options)  # C2: retries bypass the cache
         if result.get("resultType", "complete") != "input_required":
             return result
         requests = result.get("inputRequests")
