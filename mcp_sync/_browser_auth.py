@@ -202,6 +202,10 @@ def _accept(
     (so a local program holding connections open cannot keep the browser's redirect out). Out
     of file descriptors, the oldest connection is dropped to make room too; with none to drop,
     returns False (the caller backs off: the listener stays readable, and retrying at once spins)."""
+
+    def drop_oldest() -> None:
+        drop(min(connections.values(), key=lambda c: c.until))
+
     for _ in range(MAX_CONNECTIONS):
         try:
             sock, _address = listener.accept()
@@ -212,11 +216,11 @@ def _accept(
                 continue  # e.g. the peer reset before accept: nothing to serve
             if not connections:
                 return False
-            drop(min(connections.values(), key=lambda c: c.until))
+            drop_oldest()
             continue
         sock.setblocking(False)
         if len(connections) >= MAX_CONNECTIONS:
-            drop(min(connections.values(), key=lambda c: c.until))
+            drop_oldest()
         connections[sock] = _Connection(sock, until)
         selector.register(sock, selectors.EVENT_READ)
     return True
