@@ -17,7 +17,14 @@ MCPServer), and makes ``--calls`` sequential ``call_tool("echo", {"text": "hi"})
                         client with a background reader must. The gap between ``raw`` and
                         ``raw-thread`` is what the one-reader-thread design itself costs (two
                         thread wake-ups per call instead of one); the gap between ``raw-thread``
-                        and ``mcp_sync`` is mcp_sync's own work.
+                        and ``mcp_sync`` is mcp_sync's own work;
+* ``engine``            mcp_sync's bottom half alone (private API, for measurement only): its
+                        ``Engine`` over its ``StdioTransport``, sending the modern request the
+                        session layer would send (envelope included) with ``checked=True``: no
+                        facade, no session layer, no argument or result checks, no result model.
+                        The gap between ``raw-thread`` and ``engine`` is what the engine and the
+                        transport cost (ids, futures, timeouts, routing, bounded reads and
+                        writes); the gap between ``engine`` and ``mcp_sync`` is everything above.
 
 Each run happens in a fresh worker subprocess (this script with ``--worker``) that starts its
 server, warms up (50 calls), times the calls with ``time.perf_counter`` and reports its own
@@ -57,7 +64,7 @@ TOOL = "echo"
 ARGUMENTS = {"text": "hi"}
 WORKER_TIMEOUT = 600.0
 
-VARIANTS = ("mcp_sync", "mcp_sync-legacy", "official", "official-legacy", "raw", "raw-legacy", "raw-thread")
+VARIANTS = ("mcp_sync", "mcp_sync-legacy", "official", "official-legacy", "raw", "raw-legacy", "raw-thread", "engine")
 IMPORTS = {
     "mcp_sync": "import mcp_sync",
     "official (mcp 2.3.0)": "from mcp import Client, StdioServerParameters",
@@ -99,6 +106,32 @@ def run_mcp_sync(mode: str, calls: int) -> Timing:
                 result = client.call_tool(TOOL, ARGUMENTS)
         assert result.text == "hi" and not result.is_error, result
         return Timing(clock.wall, clock.cpu, f"{client.era} {client.protocol_version}")
+
+
+def run_engine(calls: int) -> Timing:
+    """The ``engine`` variant: mcp_sync's Engine and StdioTransport, nothing above them."""
+    from mcp_sync._engine import Engine
+    from mcp_sync.transports.stdio import StdioTransport
+
+    engine = Engine(StdioTransport(sys.executable, [SERVER, "stdio"], env=server_env()))
+    engine.start()
+    try:
+        discovered = engine.request("server/discover", {"_meta": MODERN_META}, timeout=30)
+        params = {"name": TOOL, "arguments": ARGUMENTS, "_meta": MODERN_META}
+
+        def call() -> dict[str, Any]:  # a fresh dict per call, as the session layer hands down
+            return engine.request("tools/call", {**params}, timeout=60.0, checked=True)
+
+        for _ in range(WARMUP):
+            result = call()
+        assert result["content"][0]["text"] == "hi", result
+        with Clock() as clock:
+            for _ in range(calls):
+                result = call()
+        assert result["content"][0]["text"] == "hi", result
+        return Timing(clock.wall, clock.cpu, f"modern {discovered['supportedVersions'][0]}")
+    finally:
+        engine.close()
 
 
 def run_official(mode: str, calls: int) -> Timing:
@@ -230,6 +263,7 @@ RUNNERS: dict[str, Callable[[int], Timing]] = {
     "raw": lambda n: run_raw("modern", n),
     "raw-legacy": lambda n: run_raw("legacy", n),
     "raw-thread": lambda n: run_raw("modern", n, threaded=True),
+    "engine": run_engine,
 }
 
 
@@ -314,11 +348,26 @@ def main() -> None:
         ("raw / official (ceiling: a zero-cost client)", "raw", "official", None),
         ("raw-thread / raw (the cost of a reader thread alone)", "raw-thread", "raw", None),
         ("mcp_sync / raw-thread (mcp_sync's own work)", "mcp_sync", "raw-thread", None),
+        ("engine / raw-thread (the engine and transport's own work)", "engine", "raw-thread", None),
         ("mcp_sync-legacy / official-legacy", "mcp_sync-legacy", "official-legacy", None),
         ("mcp_sync-legacy / raw-legacy", "mcp_sync-legacy", "raw-legacy", None),
     ]
     for label, num, den, target in rows:
         print(ratio_row(label, num, den, "calls_per_s", runs, target))
+    print(
+        "\n| ratio (client CPU per call) | of the medians | median of per-round ratios | target "
+        "| verdict (of the medians) |"
+    )
+    print("|---|---:|---:|---|---|")
+    cpu_rows: list[tuple[str, str, str, Optional[tuple[str, float]]]] = [
+        ("mcp_sync / raw-thread", "mcp_sync", "raw-thread", ("<=", 1.5)),
+        ("mcp_sync-legacy / raw-thread", "mcp_sync-legacy", "raw-thread", ("<=", 1.5)),
+        ("engine / raw-thread (the bottom half alone)", "engine", "raw-thread", None),
+        ("mcp_sync / engine (everything above the engine)", "mcp_sync", "engine", None),
+        ("mcp_sync / official", "mcp_sync", "official", None),
+    ]
+    for label, num, den, target in cpu_rows:
+        print(ratio_row(label, num, den, "cpu_us_per_call", runs, target))
     print("\n| import (fresh interpreter) | statement | median ms | runs (ms) |")
     print("|---|---|---:|---|")
     for label, times in imports.items():
