@@ -10,11 +10,13 @@ what the client wrote) against server-everything, a real legacy server with
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from wirekit import Peer
+from wirekit import FakeTransport, Peer
 
 import mcp_sync
 
@@ -73,3 +75,160 @@ def test_a_refused_subscribe_leaves_no_count_behind(tmp_path: Path, no_leaks: No
         with client.listen(resource_uris=["test://a"]) as sub:
             assert sub.state == "live"
         assert [m["params"]["uri"] for m in peer.requests("resources/subscribe")][-1] == "test://a"
+
+
+def test_a_refused_subscribe_is_not_unsubscribed(tmp_path: Path, no_leaks: None) -> None:
+    """LG9: the server takes the first URI and refuses the second: listen() raises, the first is
+    unsubscribed (nobody else holds it) and the refused one is not (the server never took it)."""
+    refused = {"error": {"code": -32002, "message": "Resource not found", "data": {"uri": "test://gone"}}}
+    script = {"initialize": [{"result": LEGACY_INIT}], "resources/subscribe test://gone": [refused],
+              "resources/subscribe test://a": [{"result": {}}], "resources/unsubscribe test://a": [{"result": {}}]}
+    peer = Peer(tmp_path, script, "--era", "legacy")
+    with peer.client(mode="legacy", timeout=10) as client:
+        with pytest.raises(mcp_sync.ServerError, match="Resource not found"):
+            client.listen(resource_uris=["test://a", "test://gone"])
+        assert [m["params"]["uri"] for m in peer.requests("resources/subscribe")] == ["test://a", "test://gone"]
+        assert [m["params"]["uri"] for m in peer.requests("resources/unsubscribe")] == ["test://a"]
+
+
+class _GatedServer:
+    """A legacy server over FakeTransport whose subscribe/unsubscribe answers (those of ``gated``
+    (method, uri) pairs only, when given) wait for a gate; ``answered`` lists them in the order the
+    server answered them."""
+
+    def __init__(self, refuse: set[str], gated: set[tuple[str, str]] | None = None) -> None:
+        self.refuse, self.gated = refuse, gated
+        self.entered = threading.Event()
+        self.gate = threading.Event()
+        self.answered: list[tuple[str, str]] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, method: str, params: dict) -> dict:
+        if method == "initialize":
+            return LEGACY_INIT
+        if method not in ("resources/subscribe", "resources/unsubscribe"):
+            return {}
+        if self.gated is None or (method, params["uri"]) in self.gated:
+            self.entered.set()
+            assert self.gate.wait(10), "the test never opened the gate"
+        with self.lock:
+            self.answered.append((method, params["uri"]))
+        if method == "resources/subscribe" and params["uri"] in self.refuse:
+            return {"error": {"code": -32002, "message": "Resource not found"}}
+        return {}
+
+
+def _in_thread(work: Any) -> tuple[threading.Thread, list[Any]]:
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as exc:  # the test looks at what it was
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def test_a_second_holder_waits_for_the_first_subscribe_and_is_refused_too(no_leaks: None) -> None:
+    """LG9, a race: while the first listen's resources/subscribe is unanswered, a second listen of
+    the same URI waits for that answer instead of counting on it; the server refuses it, so the
+    second asks the server itself (and is refused too) instead of going live on a URI the server
+    never subscribed."""
+    server = _GatedServer(refuse={"test://gone"})
+    transport = FakeTransport(server)
+    with mcp_sync.Client(transport, mode="legacy", timeout=10) as client:
+        first, first_outcome = _in_thread(lambda: client.listen(resource_uris=["test://gone"]))
+        assert server.entered.wait(10)
+        second, second_outcome = _in_thread(lambda: client.listen(resource_uris=["test://gone"]))
+        time.sleep(0.3)  # the second listen is under way while the first subscribe is unanswered
+        server.gate.set()
+        first.join(10)
+        second.join(10)
+        assert not first.is_alive() and not second.is_alive()
+        for outcome in (first_outcome, second_outcome):
+            assert len(outcome) == 1 and isinstance(outcome[0], mcp_sync.ServerError), outcome
+        assert server.answered == [("resources/subscribe", "test://gone")] * 2
+        assert transport.count("resources/unsubscribe") == 0
+
+
+def test_an_unsubscribe_in_flight_is_answered_before_the_uri_is_subscribed_again(no_leaks: None) -> None:
+    """LG9, a race: closing the last holder of a URI sends resources/unsubscribe; a listen of the
+    same URI made while that is unanswered subscribes it only after the answer, so the server ends
+    with the URI subscribed (the other order would leave it unsubscribed under a live listen)."""
+    server = _GatedServer(refuse=set())
+    server.gate.set()
+    transport = FakeTransport(server)
+    with mcp_sync.Client(transport, mode="legacy", timeout=10) as client:
+        held = client.listen(resource_uris=["test://a"])
+        server.gate.clear()
+        server.entered.clear()
+        closing, _ = _in_thread(held.close)
+        assert server.entered.wait(10)
+        again, outcome = _in_thread(lambda: client.listen(resource_uris=["test://a"]))
+        time.sleep(0.3)  # the new listen is under way while the unsubscribe is unanswered
+        server.gate.set()
+        closing.join(10)
+        again.join(10)
+        assert not closing.is_alive() and not again.is_alive()
+        assert len(outcome) == 1 and not isinstance(outcome[0], BaseException), outcome
+        assert server.answered == [
+            ("resources/subscribe", "test://a"), ("resources/unsubscribe", "test://a"), ("resources/subscribe", "test://a")]
+        outcome[0].close()
+
+
+def test_closing_while_subscribing_releases_only_what_was_held(no_leaks: None) -> None:
+    """LG9, a race: a listen closed from another thread while it subscribes its first URI never
+    releases the URIs after it, so another listen's hold of one of them stays on the wire."""
+    server = _GatedServer(refuse=set(), gated={("resources/subscribe", "test://a")})
+    transport = FakeTransport(server)
+    with mcp_sync.Client(transport, mode="legacy", timeout=10) as client:
+        keeper = client.listen(resource_uris=["test://b"])
+        starting, outcome = _in_thread(lambda: client.listen(resource_uris=["test://a", "test://b"]))
+        assert server.entered.wait(10)  # the new listen's subscribe of test://a is unanswered
+        registry = client._session.subscriptions  # the Subscription being started, before listen returns it
+        subs = [sub for sub in registry._live() if sub is not keeper]
+        assert len(subs) == 1
+        subs[0].close()
+        server.gate.set()
+        starting.join(10)
+        assert not starting.is_alive()
+        assert len(outcome) == 1 and isinstance(outcome[0], mcp_sync.MCPError), outcome  # closed while starting
+        unsubscribed = [uri for method, uri in server.answered if method == "resources/unsubscribe"]
+        assert "test://b" not in unsubscribed  # keeper still holds it
+        keeper.close()
+        assert [uri for method, uri in server.answered if method == "resources/unsubscribe"][-1] == "test://b"
+
+
+def test_waiting_for_another_holders_request_is_bounded_by_the_timeout(no_leaks: None) -> None:
+    """Every wait has a bound: a listen whose URI's earlier request never ends raises
+    RequestTimeout after the client's timeout; a close() in the same spot still counts the URI
+    down and unsubscribes it, unordered."""
+    server = _GatedServer(refuse=set())
+    server.gate.set()
+    transport = FakeTransport(server)
+    with mcp_sync.Client(transport, mode="legacy", timeout=0.5) as client:
+        registry = client._session.subscriptions  # the URI's lock, held here as a request in flight would
+        engine = client._session.connection.res.engine
+        lock = registry._uri_lock(engine, "test://x")
+        assert lock.acquire(timeout=1)
+        try:
+            started = time.monotonic()
+            with pytest.raises(mcp_sync.RequestTimeout, match="another subscription's request for it"):
+                client.listen(resource_uris=["test://x"])
+            assert 0.4 < time.monotonic() - started < 5
+            assert transport.count("resources/subscribe") == 0
+        finally:
+            lock.release()
+        held = client.listen(resource_uris=["test://x"])
+        assert lock.acquire(timeout=1)
+        try:
+            held.close()
+        finally:
+            lock.release()
+        assert server.answered[-1] == ("resources/unsubscribe", "test://x")
+        again = client.listen(resource_uris=["test://x"])  # nothing counted: subscribed anew
+        assert server.answered[-1] == ("resources/subscribe", "test://x")
+        again.close()

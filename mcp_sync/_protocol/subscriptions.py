@@ -327,15 +327,22 @@ class Subscription:
         self._ready.set()
 
     def _legacy_subscribe(self, engine: Engine, negotiated: Negotiated, *, resubscribe: bool) -> None:
-        """LG9: subscribe each URI, then a ping confirms the session is there."""
+        """LG9: subscribe each URI, then a ping confirms the session is there.
+
+        A URI counts as held once the server took it (or another subscription holds it), one
+        at a time, so a refusal or a close() from another thread releases exactly what is held.
+        """
         registry = self._registry
-        uris = tuple(self.requested.get("resourceSubscriptions", ()))
-        with self._lock:
-            self._uris_held = uris
         try:
-            for uri in uris:
-                if registry.acquire(engine, uri):
-                    registry.request(engine, negotiated, "resources/subscribe", {"uri": uri})
+            for uri in self.requested.get("resourceSubscriptions", ()):
+                registry.hold(engine, negotiated, uri)
+                with self._lock:
+                    closing = self.closed  # close() released what was held before this one
+                    if not closing:
+                        self._uris_held += (uri,)
+                if closing:
+                    registry.unhold(engine, uri, unsubscribe=engine.alive)
+                    return
             registry.request(engine, negotiated, "ping", None)
         except BaseException:
             self._release_uris(engine, unsubscribe=engine.alive)
@@ -351,12 +358,9 @@ class Subscription:
     def _release_uris(self, engine: Engine | None, *, unsubscribe: bool) -> None:
         with self._lock:
             uris, self._uris_held = self._uris_held, ()
-        for uri in uris:
-            if engine is not None and self._registry.release(engine, uri) and unsubscribe and engine.alive:
-                try:
-                    self._registry.request(engine, None, "resources/unsubscribe", {"uri": uri})
-                except MCPError as exc:  # best effort: the session may be going away
-                    log.debug("mcp_sync: resources/unsubscribe %s failed: %s", uri, exc)
+        if engine is not None:
+            for uri in uris:
+                self._registry.unhold(engine, uri, unsubscribe=unsubscribe and engine.alive)
 
     def _resubscribed_params(self) -> dict[str, Any]:
         return {"era": self._era, "subscriptionId": self.subscription_id, "notifications": self.acknowledged}
@@ -390,6 +394,7 @@ class Subscription:
                 self.end_reason = reason
             self._state = "closed"
             token = self._token
+        self._fail_before_ack(Cancelled(f"{LISTEN} was closed before it was acknowledged", method=LISTEN))
         self._queue.put(_END)
         self._registry.remove(self)
         if token is not None:
@@ -407,6 +412,7 @@ class Subscriptions:
         self._lock = threading.Lock()
         self._subs: list[Subscription] = []
         self._uri_refs: dict[str, int] = {}
+        self._uri_locks: dict[str, threading.Lock] = {}
         self._uri_engine: Engine | None = None
         self._workers = Workers("client")  # re-establishing in the background
 
@@ -493,24 +499,71 @@ class Subscriptions:
         else:
             dispatcher.submit(callback, *args)
 
-    def acquire(self, engine: Engine, uri: str) -> bool:
-        """Count one more holder of ``uri``; True when it must be subscribed on the wire."""
+    # Legacy resource subscriptions are session-wide, so the subscriptions that want one URI
+    # share it: counted per URI, subscribed by the first holder, unsubscribed by the last. The
+    # wire requests for one URI go one at a time (its own lock, held across the request), so a
+    # second holder waits for the first one's answer instead of counting on a subscription the
+    # server may refuse, and an unsubscribe is answered before the URI is subscribed again.
+
+    def _uri_lock(self, engine: Engine, uri: str) -> threading.Lock:
+        """``uri``'s lock on ``engine``'s session (a new session starts with nothing held)."""
         with self._lock:
             if self._uri_engine is not engine:  # a new session holds no subscriptions yet
-                self._uri_engine, self._uri_refs = engine, {}
-            self._uri_refs[uri] = self._uri_refs.get(uri, 0) + 1
-            return self._uri_refs[uri] == 1
+                self._uri_engine, self._uri_refs, self._uri_locks = engine, {}, {}
+            return self._uri_locks.setdefault(uri, threading.Lock())
 
-    def release(self, engine: Engine, uri: str) -> bool:
-        """Count one holder less; True when nobody holds ``uri`` on this session any more."""
+    def _wait_for(self, lock: threading.Lock, method: str, uri: str) -> None:
+        timeout = self.connection.timeout
+        if not lock.acquire(timeout=-1 if timeout is None else timeout):
+            raise RequestTimeout(
+                f"{method} {uri}: another subscription's request for it did not end within {timeout} s", method=method
+            )
+
+    def hold(self, engine: Engine, negotiated: Negotiated, uri: str) -> None:
+        """Count one more holder of ``uri``, subscribing it on the wire when it is the first.
+        Raises what the subscribe raised (nothing is counted then)."""
+        lock = self._uri_lock(engine, uri)
+        self._wait_for(lock, "resources/subscribe", uri)
+        try:
+            with self._lock:
+                first = self._uri_engine is not engine or uri not in self._uri_refs
+            if first:
+                self.request(engine, negotiated, "resources/subscribe", {"uri": uri})
+            with self._lock:
+                if self._uri_engine is engine:  # else the legacy session was renewed meanwhile: nothing counts
+                    self._uri_refs[uri] = self._uri_refs.get(uri, 0) + 1
+        finally:
+            lock.release()
+
+    def unhold(self, engine: Engine, uri: str, *, unsubscribe: bool) -> None:
+        """Count one holder of ``uri`` less; the last one unsubscribes it (when ``unsubscribe``,
+        best effort: the session may be going away). A URI of an earlier session counts nothing."""
         with self._lock:
             if self._uri_engine is not engine or uri not in self._uri_refs:
-                return False
-            self._uri_refs[uri] -= 1
-            if self._uri_refs[uri] > 0:
-                return False
-            del self._uri_refs[uri]
-            return True
+                return
+            lock = self._uri_locks.setdefault(uri, threading.Lock())
+        locked = True
+        try:
+            self._wait_for(lock, "resources/unsubscribe", uri)
+        except RequestTimeout as exc:  # still count it down; the notice then goes out unordered
+            log.debug("mcp_sync: %s", exc)
+            locked = False
+        try:
+            with self._lock:
+                if self._uri_engine is not engine or uri not in self._uri_refs:
+                    return
+                self._uri_refs[uri] -= 1
+                if self._uri_refs[uri] > 0:
+                    return
+                del self._uri_refs[uri]
+            if unsubscribe:
+                try:
+                    self.request(engine, None, "resources/unsubscribe", {"uri": uri})
+                except MCPError as exc:
+                    log.debug("mcp_sync: resources/unsubscribe %s failed: %s", uri, exc)
+        finally:
+            if locked:
+                lock.release()
 
     def remove(self, sub: Subscription) -> None:
         with self._lock:
@@ -592,7 +645,7 @@ class Subscriptions:
         if not subs:
             return
         with self._lock:
-            self._uri_engine, self._uri_refs = None, {}  # nothing is subscribed on the new session
+            self._uri_engine, self._uri_refs, self._uri_locks = None, {}, {}  # nothing is subscribed on the new session
 
         def work() -> None:
             for sub in subs:
