@@ -232,3 +232,28 @@ def test_waiting_for_another_holders_request_is_bounded_by_the_timeout(no_leaks:
         again = client.listen(resource_uris=["test://x"])  # nothing counted: subscribed anew
         assert server.answered[-1] == ("resources/subscribe", "test://x")
         again.close()
+
+
+def test_after_a_restart_each_uri_is_held_as_often_as_it_is_wanted(tmp_path: Path, no_leaks: None) -> None:
+    """LG9 with U7: the server dies and the client restarts it; both listens subscribe again on the
+    new session; closing the one that shares a URI with the other unsubscribes nothing (what the
+    dead session held is not counted on the new one), closing the other unsubscribes both."""
+    init = {**LEGACY_INIT, "capabilities": {"tools": {}, "resources": {"subscribe": True}}}
+    script = {"initialize": [{"result": init}], "resources/subscribe": [{"result": {}}],
+              "resources/unsubscribe": [{"result": {}}]}
+    peer = Peer(tmp_path, script, "--era", "legacy")
+    with peer.client(mode="legacy", timeout=10) as client:
+        first = client.listen(resource_uris=["test://a"])
+        second = client.listen(resource_uris=["test://a", "test://b"])
+        with pytest.raises(mcp_sync.ConnectionClosed):
+            client.call_tool("die")
+        assert list(first) == [] and list(second) == []  # each iteration ends with the drop
+        assert client.call_tool("echo", {"text": "back"}).text == "back"  # restarts the server
+        for sub in (first, second):
+            event = sub.get(timeout=15)
+            assert event is not None and event[0] == "mcp_sync/resubscribed", event
+        assert [m["params"]["uri"] for m in peer.requests("resources/subscribe")] == ["test://a", "test://b"] * 2
+        first.close()
+        assert peer.requests("resources/unsubscribe") == []
+        second.close()
+        assert sorted(m["params"]["uri"] for m in peer.requests("resources/unsubscribe")) == ["test://a", "test://b"]

@@ -333,6 +333,8 @@ class Subscription:
         at a time, so a refusal or a close() from another thread releases exactly what is held.
         """
         registry = self._registry
+        with self._lock:
+            self._uris_held = ()  # what an earlier session held is not held on this one
         try:
             for uri in self.requested.get("resourceSubscriptions", ()):
                 registry.hold(engine, negotiated, uri)
