@@ -20,7 +20,8 @@ MCPServer), and makes ``--calls`` sequential ``call_tool("echo", {"text": "hi"})
                         and ``mcp_sync`` is mcp_sync's own work;
 * ``engine``            mcp_sync's bottom half alone (private API, for measurement only): its
                         ``Engine`` over its ``StdioTransport``, sending the modern request the
-                        session layer would send (envelope included) with ``checked=True``: no
+                        session layer would send (the envelope encoded once, as it does) with
+                        ``checked=True``: no
                         facade, no session layer, no argument or result checks, no result model.
                         The gap between ``raw-thread`` and ``engine`` is what the engine and the
                         transport cost (ids, futures, timeouts, routing, bounded reads and
@@ -111,13 +112,15 @@ def run_mcp_sync(mode: str, calls: int) -> Timing:
 def run_engine(calls: int) -> Timing:
     """The ``engine`` variant: mcp_sync's Engine and StdioTransport, nothing above them."""
     from mcp_sync._engine import Engine
+    from mcp_sync.transports.base import EncodedObject
     from mcp_sync.transports.stdio import StdioTransport
 
     engine = Engine(StdioTransport(sys.executable, [SERVER, "stdio"], env=server_env()))
     engine.start()
     try:
         discovered = engine.request("server/discover", {"_meta": MODERN_META}, timeout=30)
-        params = {"name": TOOL, "arguments": ARGUMENTS, "_meta": MODERN_META}
+        # the envelope encoded once and spliced into each request, as the session layer sends it
+        params = {"name": TOOL, "arguments": ARGUMENTS, "_meta": EncodedObject(MODERN_META)}
 
         def call() -> dict[str, Any]:  # a fresh dict per call, as the session layer hands down
             return engine.request("tools/call", {**params}, timeout=60.0, checked=True)
