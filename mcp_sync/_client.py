@@ -655,9 +655,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
 
         Example: ``client.ping(timeout=5)`` (raises :class:`RequestTimeout` if no answer in 5 s)
         """
-        options = call_options("ping", timeout=timeout, cancel=cancel, meta=meta, headers=headers)
-        method = "ping" if self._session.connected().era == "legacy" else "server/discover"
-        self._session.send(method, None, options)
+        self._session.ping(call_options("ping", timeout=timeout, cancel=cancel, meta=meta, headers=headers))
 
     def set_log_level(self, level: str) -> None:
         """Ask the server for log messages at ``level`` and above.

@@ -68,6 +68,40 @@ def test_first_call_on_a_silent_server_keeps_its_own_timeout(no_leaks: None) -> 
         assert time.monotonic() - started < 5
 
 
+#: Every call that takes ``timeout`` and ``cancel``, as a silent server's first call.
+FIRST_CALLS = {
+    "call_tool": lambda client, **options: client.call_tool("echo", {"text": "x"}, **options),
+    "ping": lambda client, **options: client.ping(**options),
+    "discover": lambda client, **options: client.discover(**options),
+    "call_tool_as_task": lambda client, **options: client.call_tool_as_task("echo", {"text": "x"}, **options),
+    "list_tools": lambda client, **options: client.list_tools(**options),
+    "read_resource": lambda client, **options: client.read_resource("test://a", **options),
+    "get_prompt": lambda client, **options: client.get_prompt("greet", **options),
+    "request": lambda client, **options: client.request("tools/list", None, **options),
+}
+
+
+@pytest.mark.parametrize("call", FIRST_CALLS.values(), ids=FIRST_CALLS.keys())
+def test_every_first_call_connects_within_its_own_timeout_and_cancel(call: Any, no_leaks: None) -> None:
+    """The class of #8.3: a call that connects does so within its own timeout and cancel token
+    (ping, discover and call_tool_as_task waited for the client's timeout instead)."""
+    client = lifecycle("--silent", timeout=20)  # not entered: `with` would connect first
+    try:
+        started = time.monotonic()
+        with pytest.raises(mcp_sync.RequestTimeout, match=r"not connected within 0\.5"):
+            call(client, timeout=0.5)
+        assert time.monotonic() - started < 3  # the client's own timeout is 20 s
+        token = mcp_sync.CancellationToken()
+        threading.Timer(0.3, token.cancel, kwargs={"reason": "user pressed stop"}).start()
+        started = time.monotonic()
+        with pytest.raises(mcp_sync.Cancelled):
+            call(client, cancel=token)
+        assert time.monotonic() - started < 3
+    finally:
+        client.close()
+
+
+
 @pytest.mark.parametrize("timeout", [None, 60.0])
 def test_close_interrupts_a_connect_in_progress(timeout: float | None, no_leaks: None) -> None:
     """#8.3: close() from another thread waited for the whole connect (for ever with timeout=None)."""

@@ -342,7 +342,7 @@ class Session:
         """``server/discover`` through the cache; a re-fetched answer updates what was negotiated."""
         from ..models import DiscoverResult
 
-        negotiated = self.connected()
+        negotiated, options = self.connected_within("server/discover", options)
         if negotiated.era != "modern":
             raise CapabilityError("server/discover: the server is a legacy server", method="server/discover")
         raw = self.send_cached("server/discover", None, options)
@@ -350,6 +350,12 @@ class Session:
             result = DiscoverResult.from_wire(raw)
             self.update_discovered(negotiated, raw, result.capabilities, result.instructions)
         return raw
+
+    def ping(self, options: CallOptions = DEFAULT) -> None:
+        """Legacy: ``ping``; modern servers have no ping, so a ``server/discover`` round trip
+        stands in for it (uncached: it must reach the server)."""
+        negotiated, options = self.connected_within("ping", options)
+        self.send("ping" if negotiated.era == "legacy" else "server/discover", None, options)
 
     def auth_context(self, engine: Engine | None = None) -> Any:
         """C5: the key of the credentials in use (the transport's ``auth_context``; stdio has none)."""

@@ -163,7 +163,8 @@ def _remaining(deadline: float | None) -> float | None:
 def start(session: Session, name: str, arguments: dict[str, Any], ttl: int | None, options: CallOptions) -> Task:
     """``call_tool_as_task``: a task request to a server that offers tasks (X1, LG12)."""
     session.require("tools", "tools/call")
-    era = session.connected().era
+    negotiated, options = session.connected_within("tools/call", options)  # within the call's deadline
+    era = negotiated.era
     if not offers_tasks(session):
         what = "the tasks extension" if era == "modern" else "tasks for tools/call"
         raise CapabilityError(f"call_tool_as_task({name!r}): the server does not offer {what}", method="tools/call")
