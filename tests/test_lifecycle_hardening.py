@@ -22,6 +22,7 @@ from lifekit import gone, in_thread, server_pid, wait_for
 import mcp_sync
 
 from conftest import PY, SDK_SERVER, SERVERS, fault_args
+from httpkit import RawServer, read_request
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -100,6 +101,37 @@ def test_every_first_call_connects_within_its_own_timeout_and_cancel(call: Any, 
     finally:
         client.close()
 
+
+@pytest.mark.parametrize("method", ["call_tool", "ping"])
+def test_a_bound_views_first_call_connects_within_its_own_timeout_and_cancel(method: str, no_leaks: None) -> None:
+    """The same for a view with credentials (``bind(headers=...)``), which picks the shared or
+    its own session once connected: against an HTTP server that never answers, within the
+    call's timeout and token, not the client's 20 s."""
+    stop = threading.Event()
+
+    def silent(conn: Any) -> None:
+        read_request(conn)
+        stop.wait(30)
+
+    with RawServer(silent) as server:
+        client = mcp_sync.Client.http(server.url, timeout=20)
+        try:
+            view = client.bind(headers={"X-Caller": "a"})
+            call = getattr(view, method)
+            args = ("echo",) if method == "call_tool" else ()
+            started = time.monotonic()
+            with pytest.raises(mcp_sync.RequestTimeout, match=r"not connected within 0\.5"):
+                call(*args, timeout=0.5)
+            assert time.monotonic() - started < 3
+            token = mcp_sync.CancellationToken()
+            threading.Timer(0.3, token.cancel).start()
+            started = time.monotonic()
+            with pytest.raises(mcp_sync.Cancelled):
+                call(*args, cancel=token)
+            assert time.monotonic() - started < 3
+        finally:
+            stop.set()
+            client.close()
 
 
 @pytest.mark.parametrize("timeout", [None, 60.0])

@@ -49,19 +49,25 @@ class BoundSession(Session):
         """Everything but the request path is the shared (or own) session's."""
         if name.startswith("__"):
             raise AttributeError(name)
-        return getattr(self._target(), name)
+        if self._base.connection.live() is None:  # nothing to choose between yet; a read never connects
+            return getattr(self._base, name)
+        return getattr(self._target("connect", DEFAULT)[0], name)
 
-    def _target(self) -> Session:
+    def _target(self, method: str, options: CallOptions) -> tuple[Session, CallOptions]:
+        """The session a request goes to, and its options: which one is known once connected,
+        so a view with credentials connects first, within the request's own deadline and token."""
         base = self._base
         if self._own_session is None or base.connection.state is ClientState.CLOSED:
-            return base
-        negotiated = base.connection.live() or base.connected()
-        return self._own_session() if negotiated.era == "legacy" else base
+            return base, options
+        negotiated = base.connection.live()
+        if negotiated is None:
+            negotiated, options = base.connected_within(method, options)
+        return (self._own_session() if negotiated.era == "legacy" else base), options
 
-    def _checked(self) -> Session:
+    def _checked(self, method: str, options: CallOptions) -> tuple[Session, CallOptions]:
         if self._base.connection.state is ClientState.CLOSED:
             raise ClientStateError("the client this view was bound from is closed")
-        return self._target()
+        return self._target(method, options)
 
     def _options(self, target: Session, options: CallOptions) -> CallOptions:
         if target is not self._base:
@@ -71,13 +77,14 @@ class BoundSession(Session):
 
     def send(self, method: str, params: dict[str, Any] | None = None, options: CallOptions = DEFAULT,
              traced: bool = False) -> dict[str, Any]:
-        target = self._checked()
+        target, options = self._checked(method, options)
         return target.send(method, params, self._options(target, options), traced)
 
     def send_cached(self, method: str, params: dict[str, Any] | None, options: CallOptions = DEFAULT
                     ) -> dict[str, Any]:
-        target = self._checked()
+        target, options = self._checked(method, options)
         return target.send_cached(method, params, self._options(target, options))
 
     def connected_within(self, method: str, options: CallOptions) -> tuple[Negotiated, CallOptions]:
-        return self._checked().connected_within(method, options)
+        target, options = self._checked(method, options)
+        return target.connected_within(method, options)
