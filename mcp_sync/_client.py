@@ -488,7 +488,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
         session = self._session
-        session.require("tools", "tools/call")
+        session.require("tools", "tools/call", options)
         bound = session.timeout if options.timeout is USE_CLIENT_DEFAULT else options.timeout  # of the checks too
         session.schemas.check_arguments(self.tools, tool_name, tool, args, validate, bound)
         typed = output_type is not None and output_type is not CallToolResult
@@ -552,7 +552,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
             input_responses=input_responses, request_state=request_state,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
-        self._session.require("resources", "resources/read")
+        self._session.require("resources", "resources/read", options)
         try:
             raw = input_required.complete(self._session, "resources/read", {"uri": uri}, options)
         except ServerError as exc:
@@ -588,7 +588,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
         params = _prompt_params(name, arguments)
-        self._session.require("prompts", "prompts/get")
+        self._session.require("prompts", "prompts/get", options)
         return GetPromptResult.from_wire(input_required.complete(self._session, "prompts/get", params, options))
 
     def complete(
@@ -619,7 +619,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
         params = _completion_params(ref, argument, context)
-        self._session.require("completions", "completion/complete")
+        self._session.require("completions", "completion/complete", options)
         return Completion.from_wire(self._session.send("completion/complete", params, options))
 
     def discover(

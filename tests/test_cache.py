@@ -7,11 +7,12 @@ Each test names the checklist items it covers.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 from helpers import run_workers
-from wirekit import DISCOVER, FakeTransport
+from wirekit import DISCOVER, FakeTransport, Peer
 
 import mcp_sync
 from mcp_sync._protocol.cache import ResultCache, params_key
@@ -311,3 +312,25 @@ def test_stale_discover_is_refetched_before_a_capability_refusal(no_leaks: None)
         with pytest.raises(mcp_sync.CapabilityError):
             client.get_prompt("p")
         assert transport.count("server/discover") == count  # a fresh answer is relied on
+
+
+@pytest.mark.parametrize("call", ["call_tool", "get_prompt", "tools"])
+def test_a_stale_discover_refetched_for_a_capability_check_keeps_the_calls_timeout(
+    call: str, tmp_path: Path, no_leaks: None
+) -> None:
+    """C3 within the call's deadline: the re-fetch of a stale DiscoverResult before refusing a
+    method is bounded by that call's timeout, not the client's (a server that never answers it
+    held a 0.5 s call for the client's 20 s)."""
+    discover = {**DISCOVER, "capabilities": {"resources": {}}, "ttlMs": 0}  # stale at once; no tools or prompts
+    peer = Peer(tmp_path, {"server/discover": [{"result": discover}, {}]}, "--era", "modern")  # then silence
+    with peer.client(mode="modern", timeout=20) as client:
+        started = time.monotonic()
+        with pytest.raises(mcp_sync.RequestTimeout):
+            if call == "call_tool":
+                client.call_tool("echo", {"text": "x"}, timeout=0.5)
+            elif call == "get_prompt":
+                client.get_prompt("greet", timeout=0.5)
+            else:
+                list(client.tools(timeout=0.5))
+        assert time.monotonic() - started < 3
+        assert len(peer.requests("server/discover")) == 2

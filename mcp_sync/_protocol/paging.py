@@ -36,7 +36,7 @@ def page(session: Session, kind: str, cursor: str | None, options: CallOptions) 
     method, key, model, capability = LISTS[kind]
     if cursor is not None and not isinstance(cursor, str):
         raise TypeError(f"{method}: cursor must be the string the server sent, not {type(cursor).__name__}")
-    session.require(capability, method)
+    session.require(capability, method, options)
     raw = session.send_cached(method, {"cursor": cursor} if cursor is not None else None, options)
     items = raw.get(key)
     if not isinstance(items, list):

@@ -191,7 +191,7 @@ class Session:
         negotiated = self.connection.connected(wait, options.cancel, method)
         capability = CAPABILITY_OF.get(method)
         if capability is not None and capability not in negotiated.server_capabilities:
-            self.require(capability, method)
+            self.require(capability, method, options)
         if wait is None:
             return negotiated, options.within(None)
         return negotiated, options.within(max(wait - (time.monotonic() - started), 0.001))
@@ -317,13 +317,14 @@ class Session:
     def declares_tasks(self, extensions: Mapping[str, Any] | None) -> bool:
         return TASKS_EXTENSION in (extensions or {}) or TASKS_EXTENSION in self.handlers.extensions
 
-    def require(self, capability: str, method: str) -> None:
+    def require(self, capability: str, method: str, options: CallOptions = DEFAULT) -> None:
         """Raise CapabilityError, before anything is sent, if the server lacks ``capability``.
 
         Modern: the capabilities come from a DiscoverResult, which may be stale (its
         ttlMs ran out, C3); before relying on it to refuse, a stale one is re-fetched
         (a fresh one is reused from the cache), so a server that gained the
-        capability is not refused on old information.
+        capability is not refused on old information. The re-fetch is part of the
+        call ``options`` belong to: it keeps that call's timeout and cancel token.
         """
         if self.connection.state is ClientState.CLOSED:
             raise ClientStateError(f"{method}: the client is closed", method=method)
@@ -333,7 +334,8 @@ class Session:
         if capability in negotiated.server_capabilities:
             return
         if negotiated.era == "modern" and method != "server/discover":
-            self.discover()  # reuses a fresh answer; re-fetches a stale one and updates the capabilities
+            # reuses a fresh answer; re-fetches a stale one and updates the capabilities
+            self.discover(CallOptions(timeout=options.timeout, cancel=options.cancel))
             negotiated = self.connected()
         if capability not in negotiated.server_capabilities:
             raise CapabilityError(f"{method}: the server did not declare the {capability!r} capability", method=method)

@@ -162,7 +162,7 @@ def _remaining(deadline: float | None) -> float | None:
 
 def start(session: Session, name: str, arguments: dict[str, Any], ttl: int | None, options: CallOptions) -> Task:
     """``call_tool_as_task``: a task request to a server that offers tasks (X1, LG12)."""
-    session.require("tools", "tools/call")
+    session.require("tools", "tools/call", options)
     negotiated, options = session.connected_within("tools/call", options)  # within the call's deadline
     era = negotiated.era
     if not offers_tasks(session):
