@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import in_thread
 from wirekit import FakeTransport, Peer
 
 import mcp_sync
@@ -118,20 +119,6 @@ class _GatedServer:
         return {}
 
 
-def _in_thread(work: Any) -> tuple[threading.Thread, list[Any]]:
-    outcome: list[Any] = []
-
-    def run() -> None:
-        try:
-            outcome.append(work())
-        except BaseException as exc:  # the test looks at what it was
-            outcome.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread, outcome
-
-
 def test_a_second_holder_waits_for_the_first_subscribe_and_is_refused_too(no_leaks: None) -> None:
     """LG9, a race: while the first listen's resources/subscribe is unanswered, a second listen of
     the same URI waits for that answer instead of counting on it; the server refuses it, so the
@@ -140,16 +127,16 @@ def test_a_second_holder_waits_for_the_first_subscribe_and_is_refused_too(no_lea
     server = _GatedServer(refuse={"test://gone"})
     transport = FakeTransport(server)
     with mcp_sync.Client(transport, mode="legacy", timeout=10) as client:
-        first, first_outcome = _in_thread(lambda: client.listen(resource_uris=["test://gone"]))
+        first, first_outcome = in_thread(lambda: client.listen(resource_uris=["test://gone"]))
         assert server.entered.wait(10)
-        second, second_outcome = _in_thread(lambda: client.listen(resource_uris=["test://gone"]))
+        second, second_outcome = in_thread(lambda: client.listen(resource_uris=["test://gone"]))
         time.sleep(0.3)  # the second listen is under way while the first subscribe is unanswered
         server.gate.set()
         first.join(10)
         second.join(10)
         assert not first.is_alive() and not second.is_alive()
         for outcome in (first_outcome, second_outcome):
-            assert len(outcome) == 1 and isinstance(outcome[0], mcp_sync.ServerError), outcome
+            assert "value" not in outcome and isinstance(outcome.get("error"), mcp_sync.ServerError), outcome
         assert server.answered == [("resources/subscribe", "test://gone")] * 2
         assert transport.count("resources/unsubscribe") == 0
 
@@ -165,18 +152,18 @@ def test_an_unsubscribe_in_flight_is_answered_before_the_uri_is_subscribed_again
         held = client.listen(resource_uris=["test://a"])
         server.gate.clear()
         server.entered.clear()
-        closing, _ = _in_thread(held.close)
+        closing, _ = in_thread(held.close)
         assert server.entered.wait(10)
-        again, outcome = _in_thread(lambda: client.listen(resource_uris=["test://a"]))
+        again, outcome = in_thread(lambda: client.listen(resource_uris=["test://a"]))
         time.sleep(0.3)  # the new listen is under way while the unsubscribe is unanswered
         server.gate.set()
         closing.join(10)
         again.join(10)
         assert not closing.is_alive() and not again.is_alive()
-        assert len(outcome) == 1 and not isinstance(outcome[0], BaseException), outcome
+        assert "error" not in outcome and "value" in outcome, outcome
         assert server.answered == [
             ("resources/subscribe", "test://a"), ("resources/unsubscribe", "test://a"), ("resources/subscribe", "test://a")]
-        outcome[0].close()
+        outcome["value"].close()
 
 
 def test_closing_while_subscribing_releases_only_what_was_held(no_leaks: None) -> None:
@@ -186,7 +173,7 @@ def test_closing_while_subscribing_releases_only_what_was_held(no_leaks: None) -
     transport = FakeTransport(server)
     with mcp_sync.Client(transport, mode="legacy", timeout=10) as client:
         keeper = client.listen(resource_uris=["test://b"])
-        starting, outcome = _in_thread(lambda: client.listen(resource_uris=["test://a", "test://b"]))
+        starting, outcome = in_thread(lambda: client.listen(resource_uris=["test://a", "test://b"]))
         assert server.entered.wait(10)  # the new listen's subscribe of test://a is unanswered
         registry = client._session.subscriptions  # the Subscription being started, before listen returns it
         subs = [sub for sub in registry._live() if sub is not keeper]
@@ -195,7 +182,8 @@ def test_closing_while_subscribing_releases_only_what_was_held(no_leaks: None) -
         server.gate.set()
         starting.join(10)
         assert not starting.is_alive()
-        assert len(outcome) == 1 and isinstance(outcome[0], mcp_sync.MCPError), outcome  # closed while starting
+        # closed while starting: listen() raised
+        assert "value" not in outcome and isinstance(outcome.get("error"), mcp_sync.MCPError), outcome
         unsubscribed = [uri for method, uri in server.answered if method == "resources/unsubscribe"]
         assert "test://b" not in unsubscribed  # keeper still holds it
         keeper.close()
