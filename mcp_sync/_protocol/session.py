@@ -189,12 +189,11 @@ class Session:
         wait = self.timeout if options.timeout is USE_CLIENT_DEFAULT else options.timeout
         started = time.monotonic()
         negotiated = self.connection.connected(wait, options.cancel, method)
+        options = options.within(None if wait is None else max(wait - (time.monotonic() - started), 0.001))
         capability = CAPABILITY_OF.get(method)
         if capability is not None and capability not in negotiated.server_capabilities:
-            self.require(capability, method, options)
-        if wait is None:
-            return negotiated, options.within(None)
-        return negotiated, options.within(max(wait - (time.monotonic() - started), 0.001))
+            self.require(capability, method, options)  # within what is left of the call's timeout
+        return negotiated, options
 
     def reconnect(self, timeout: Any, cancel: Any) -> Negotiated:
         self.connection.reconnect()
