@@ -169,6 +169,17 @@ def ratio_row(label: str, num: str, den: str, key: str, runs: Runs, target: Opti
     return f"| {label} | {value:.2f} | {paired_text} | {wanted} | {verdict} |"
 
 
+RatioRows = Sequence[tuple[str, str, str, Optional[tuple[str, float]]]]  # (label, numerator, denominator, target)
+
+
+def print_ratio_table(title: str, key: str, rows: RatioRows, runs: Runs) -> None:
+    """A markdown table of the ratios of ``key`` between variants, one row each (see ratio_row)."""
+    print(f"\n| {title} | of the medians | median of per-round ratios | target | verdict (of the medians) |")
+    print("|---|---:|---:|---|---|")
+    for label, num, den, target in rows:
+        print(ratio_row(label, num, den, key, runs, target))
+
+
 def save_json(path: str, started: datetime.datetime, args: argparse.Namespace, **figures: Any) -> None:
     payload = {
         "started": started.isoformat(),

@@ -53,10 +53,10 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, Callable, NamedTuple
 
 import _workers  # bench/ is the script's folder: on sys.path
-from _workers import TAG_VAR, Clock, median_of, ratio_row, sweep
+from _workers import TAG_VAR, Clock, median_of, print_ratio_table, sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = str(ROOT / "tests" / "servers" / "sdk_server.py")
@@ -343,9 +343,7 @@ def main() -> None:
             f"| {variant} | {rs[0]['era']} | {med:,.0f} | {1e6 / med:,.0f} | "
             f"{fmt_runs([r['calls_per_s'] for r in rs])} | {cpu:,.0f} | {rss:.1f} |"
         )
-    print("\n| ratio (calls/s) | of the medians | median of per-round ratios | target | verdict (of the medians) |")
-    print("|---|---:|---:|---|---|")
-    rows: list[tuple[str, str, str, Optional[tuple[str, float]]]] = [
+    print_ratio_table("ratio (calls/s)", "calls_per_s", [
         ("mcp_sync / official", "mcp_sync", "official", (">=", 1.5)),
         ("mcp_sync / raw", "mcp_sync", "raw", (">=", 0.9)),
         ("raw / official (ceiling: a zero-cost client)", "raw", "official", None),
@@ -354,23 +352,14 @@ def main() -> None:
         ("engine / raw-thread (the engine and transport's own work)", "engine", "raw-thread", None),
         ("mcp_sync-legacy / official-legacy", "mcp_sync-legacy", "official-legacy", None),
         ("mcp_sync-legacy / raw-legacy", "mcp_sync-legacy", "raw-legacy", None),
-    ]
-    for label, num, den, target in rows:
-        print(ratio_row(label, num, den, "calls_per_s", runs, target))
-    print(
-        "\n| ratio (client CPU per call) | of the medians | median of per-round ratios | target "
-        "| verdict (of the medians) |"
-    )
-    print("|---|---:|---:|---|---|")
-    cpu_rows: list[tuple[str, str, str, Optional[tuple[str, float]]]] = [
+    ], runs)
+    print_ratio_table("ratio (client CPU per call)", "cpu_us_per_call", [
         ("mcp_sync / raw-thread", "mcp_sync", "raw-thread", ("<=", 1.5)),
         ("mcp_sync-legacy / raw-thread", "mcp_sync-legacy", "raw-thread", ("<=", 1.5)),
         ("engine / raw-thread (the bottom half alone)", "engine", "raw-thread", None),
         ("mcp_sync / engine (everything above the engine)", "mcp_sync", "engine", None),
         ("mcp_sync / official", "mcp_sync", "official", None),
-    ]
-    for label, num, den, target in cpu_rows:
-        print(ratio_row(label, num, den, "cpu_us_per_call", runs, target))
+    ], runs)
     print("\n| import (fresh interpreter) | statement | median ms | runs (ms) |")
     print("|---|---|---:|---|")
     for label, times in imports.items():
