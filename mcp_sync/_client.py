@@ -20,7 +20,7 @@ import attrs
 from ._client_constructors import ClientConstructors, ViewSessions, pickle_recipe, unpickle_client
 from ._client_lists import ListingMethods
 from ._client_tasks import TaskMethods
-from ._headers import HEADER_MISMATCH
+from ._headers import AUTHORIZATION, HEADER_MISMATCH
 from ._llm_formats import LLMFormatsMixin, ToolNames
 from ._options import (
     CallOptions,
@@ -29,7 +29,6 @@ from ._options import (
     call_options,
     check_mode,
     check_request_headers,
-    credential_of,
 )
 from ._protocol import input_required
 from ._protocol.bound import BoundSession
@@ -319,7 +318,13 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         the client's) and ``auth`` (what :meth:`http` takes: a ``requests`` auth
         object, a callable, ``(user, password)``, or :class:`OAuth`; applied per
         request, so a refreshed token is used at once) in place of the client's.
-        Results it has cached are its own, never served to another credential.
+        The view's credential always wins over the client's: its ``auth``, else
+        an ``Authorization`` in its ``headers``; with either, the client's
+        ``auth`` and ``Authorization`` are never sent (a call's own
+        ``headers=`` Authorization wins over both; docs/services.md has the
+        order). Results it has cached are keyed by the headers it sends, never
+        served to another credential. Header names and values are checked
+        (ValueError naming the header), as for every ``headers=``.
         On a legacy HTTP server, whose sessions belong to the credentials that
         opened them, a view with other credentials gets its own session
         (``Mcp-Session-Id``), made on first use and reused by views with equal
@@ -849,12 +854,15 @@ class BoundClient(Client):
         if headers or auth is not None:
             own = functools.partial(client._views.session_for, client, headers, auth)
 
-        def request_headers() -> dict[str, str]:
-            return {**auth_headers(auth, url), **headers} if auth is not None else headers
+        def request_headers() -> dict[str, str | None]:
+            if auth is None:
+                return headers  # type: ignore[return-value]
+            # The view's auth wins over its headers (as a client's auth= over its headers=); a view
+            # with auth never sends the client's credential: its own Authorization, or none (None).
+            made = check_request_headers(auth_headers(auth, url), "bind(auth=...)") or {}
+            return {AUTHORIZATION: None, **headers, **made}
 
-        view._session = BoundSession(
-            client._session, headers=request_headers, credential=credential_of(headers, auth), own_session=own
-        )
+        view._session = BoundSession(client._session, headers=request_headers, own_session=own)
         view._parent, view._binding = client, (headers, auth)
         view._recipe, view._views = None, ViewSessions()
         return view
@@ -903,7 +911,9 @@ def _tool_call_options(
     session: Session, options: CallOptions, name: str, arguments: dict[str, Any], request_ids: list[Any] | None
 ) -> CallOptions:
     """A tool call's options: its mirrored headers (H8) and, when a ToolError may name it, each request id."""
-    headers = session.tool_headers.headers(name, arguments) if session.mirrors_param_headers() else None
+    headers: Mapping[str, str | None] | None = (
+        session.tool_headers.headers(name, arguments) if session.mirrors_param_headers() else None
+    )
     if headers is None and request_ids is None:
         return options  # the common case: nothing to add, no copy
     if headers is not None and options.headers:  # the caller's own headers (#19.1) go along

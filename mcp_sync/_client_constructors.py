@@ -14,7 +14,8 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
 
-from ._options import ProgressCallback, Roots, credential_of  # noqa: F401  (ProgressCallback: hints)
+from ._headers import AUTHORIZATION
+from ._options import ProgressCallback, Roots, check_request_headers, credential_of  # noqa: F401  (ProgressCallback: hints)
 from ._protocol.connection import ClientState
 from ._values import check_env, command_line, http_options
 from .exceptions import ClientStateError, MCPError
@@ -255,6 +256,7 @@ class ClientConstructors:
             HttpTransport, "Client.http", url, session=session, verify=verify, cert=cert, proxies=proxies,
             connect_timeout=connect_timeout, max_retries=max_retries,
         )
+        check_request_headers(headers, "Client.http")  # now, not at the first request
         return _with_recipe("http", recipe, cls(
             lambda: HttpTransport(url, headers=headers, auth=auth, max_message_bytes=max_message_bytes,
                                   **transport_options),
@@ -322,6 +324,7 @@ class ClientConstructors:
             SseTransport, "Client.sse", url, session=session, verify=verify, cert=cert, proxies=proxies,
             connect_timeout=connect_timeout, max_retries=max_retries,
         )
+        check_request_headers(headers, "Client.sse")  # now, not at the first request
         return _with_recipe("sse", recipe, cls(
             lambda: SseTransport(url, headers=headers, auth=auth, max_message_bytes=max_message_bytes,
                                  **transport_options),
@@ -392,10 +395,12 @@ class ViewSessions:
                 if client._recipe is None:
                     raise TypeError("bind: a client built on a transport object cannot open sessions for views")
                 constructor, recipe = client._recipe
-                merged = {**(recipe.get("headers") or {}), **headers}
-                own = getattr(type(client), constructor)(**{
-                    **recipe, "headers": merged, "auth": auth if auth is not None else recipe.get("auth"),
-                })
+                merged, own_auth = {**(recipe.get("headers") or {}), **headers}, recipe.get("auth")
+                if auth is not None or AUTHORIZATION in headers:  # the view's credential, never the client's
+                    own_auth = auth
+                    if AUTHORIZATION not in headers:
+                        merged = {n: v for n, v in merged.items() if n.lower() != "authorization"}
+                own = getattr(type(client), constructor)(**{**recipe, "headers": merged, "auth": own_auth})
             self._clients[key] = own
             doomed = list(self._clients)[:-MAX_VIEW_SESSIONS]
             closing = [self._clients.pop(each) for each in doomed]

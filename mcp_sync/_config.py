@@ -14,6 +14,7 @@ import re
 import stat
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Union
 
+from ._headers import header_problem
 from .exceptions import MCPError
 
 if TYPE_CHECKING:
@@ -39,7 +40,6 @@ MAX_ENV_FILE_BYTES = 1024 * 1024
 MAX_DEPTH = 64
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # an HTTP header name (RFC 9110 token); values are checked separately for CR, LF and NUL
-_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
 class ConfigError(MCPError, ValueError):
@@ -306,19 +306,23 @@ def _shown(raw: Any) -> str:
 
 
 def check_headers(headers: Mapping[str, Any] | None, fail: Callable[[str], ConfigError]) -> None:
-    """Refuse a header name that is not a token and a value holding CR, LF or NUL, naming the
-    header (never its value: it is often a token). A line break would end the header early
-    (header injection); httpx would refuse it later as a connection failure naming nothing.
+    """Refuse what cannot go on the wire as a header (the rules of
+    :func:`mcp_sync._headers.header_problem`: a name that is not an RFC 9110 token, a header that
+    frames the message, a value holding a control character or a character beyond Latin-1),
+    naming the header (never its value: it is often a token). A line break would end the header
+    early (header injection); requests would refuse some of it later as a connection failure
+    naming nothing.
 
     Example: ``check_headers({"X-A": "1"}, lambda message: ConfigError(message))  # passes``
     """
     for name, value in (headers or {}).items():
-        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+        if not isinstance(name, str):
             raise fail(f"{_short(repr(name))} is not a valid header name")
         if not isinstance(value, str):
             raise fail(f"the value of header {name!r} must be a string")
-        if "\r" in value or "\n" in value or "\0" in value:
-            raise fail(f"the value of header {name!r} holds a CR, LF or NUL character (a header is one line)")
+        problem = header_problem(name, value)
+        if problem is not None:
+            raise fail(f"header {_short(repr(name))} {problem}")
 
 
 def _check_strings(value: Any, what: str, fail: Callable[[str], ConfigError]) -> None:

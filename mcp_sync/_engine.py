@@ -250,7 +250,7 @@ class Engine:
         timeout: float | None = 60.0,
         cancel: CancellationToken | None = None,
         progress: ProgressCallback | None = None,
-        headers: Mapping[str, str] | None = None,
+        headers: Mapping[str, str | None] | None = None,
         cancel_on_timeout: bool = True,
         on_stream: NotificationCallback | None = None,
         reset_timeout_on_progress: bool = False,

@@ -17,13 +17,14 @@ Example::
 from __future__ import annotations
 
 import base64
+import re
 import string
 from typing import Any, Iterator, Mapping, Optional, Tuple
 
 from .exceptions import HEADER_MISMATCH
 
-__all__ = ["HEADER_MISMATCH", "HeaderField", "encode_header_value", "header_fields", "param_headers",
-           "tool_header_problem"]
+__all__ = ["AUTHORIZATION", "FRAMING_HEADERS", "HEADER_MISMATCH", "HeaderField", "encode_header_value",
+           "header_fields", "header_problem", "param_headers", "tool_header_problem"]
 
 ANNOTATION = "x-mcp-header"
 PARAM_PREFIX = "Mcp-Param-"
@@ -35,6 +36,20 @@ _MAX_SAFE_INTEGER = 2**53 - 1
 #: "x-mcp-header" key inside a ``default`` is data, not an annotation.
 _DATA_KEYWORDS = frozenset(("default", "const", "enum", "examples"))
 _SENTINEL_PREFIX, _SENTINEL_SUFFIX = "=?base64?", "?="
+#: How a caller's credential header is spelled once checked: per-request headers that name it
+#: replace the client's own credentials (see ``header_problem``'s callers), found by one lookup.
+AUTHORIZATION = "Authorization"
+#: Headers that frame the message or the connection. The transport sets them from the body it
+#: sends; a caller's value (a second Content-Length, a Transfer-Encoding) would make the server
+#: read the body as another request, whose answer the next request on the kept-alive
+#: connection would then read as its own.
+FRAMING_HEADERS = frozenset({
+    "host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "trailer",
+    "proxy-connection", "expect",
+})
+#: What a field value may hold (RFC 9110 5.5): visible ASCII, space, tab and obs-text (the rest of
+#: Latin-1, which is how http.client encodes a value). A single character class: linear search.
+_BAD_VALUE_CHAR = re.compile(r"[^\t\x20-\x7e\x80-\xff]")
 
 
 def encode_header_value(value: str) -> str:
@@ -49,6 +64,44 @@ def encode_header_value(value: str) -> str:
     if plain and not (value.startswith(_SENTINEL_PREFIX) and value.endswith(_SENTINEL_SUFFIX)):
         return value
     return _SENTINEL_PREFIX + base64.b64encode(value.encode("utf-8")).decode("ascii") + _SENTINEL_SUFFIX
+
+
+def header_problem(name: Any, value: Any) -> str | None:
+    """Why ``name: value`` cannot go on the wire as a caller's header, or None when it can.
+
+    Refused: a name that is not an RFC 9110 token (a tab, a control character,
+    a parenthesis, anything outside ``!#$%&'*+-.^_`|~``, letters and digits: a
+    lenient server may read such a line as the end of the headers), a header
+    that frames the message (:data:`FRAMING_HEADERS`), and a value that starts
+    with whitespace or holds a control character other than tab or a character
+    beyond Latin-1 (which no HTTP/1.1 request can carry). Linear in the sizes; the message names the
+    header, never its value (often a token).
+
+    Example::
+
+        >>> header_problem("X\tA", "x")
+        'is not an HTTP token (RFC 9110: letters, digits and !#$%&\'*+-.^_`|~ only)'
+        >>> header_problem("X-Team", "a") is None
+        True
+    """
+    if not isinstance(name, str) or not isinstance(value, str):
+        return "must map a string to a string"
+    if not name or not set(name) <= _TCHAR:
+        return "is not an HTTP token (RFC 9110: letters, digits and !#$%&'*+-.^_`|~ only)"
+    if name.lower() in FRAMING_HEADERS:
+        return "frames the HTTP message: the transport sets it, a caller may not"
+    if value[:1] in (" ", "\t"):  # not part of a field value (RFC 9110 5.5); requests refuses it late
+        return "has a value starting with whitespace"
+    bad = _BAD_VALUE_CHAR.search(value)
+    if bad is None:
+        return None
+    if bad.group() in "\r\n\0":
+        what = "a CR, LF or NUL character (a header is one line)"
+    elif bad.group() > "\xff":
+        what = "a character beyond Latin-1, which HTTP/1.1 cannot carry"
+    else:
+        what = "a control character"
+    return f"has a value holding {what}, at index {bad.start()}"
 
 
 def _annotations(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 import attrs
 
+from ._headers import AUTHORIZATION, header_problem
 from ._sentinels import USE_CLIENT_DEFAULT
 from ._values import check_json, check_timeout
 
@@ -41,7 +42,8 @@ class CallOptions:
     cache: str = "use"
     input_responses: dict[str, Any] | None = None
     request_state: str | None = None
-    headers: Mapping[str, str] | None = None
+    #: the request's own headers; ``Authorization: None`` (a view whose auth gives none) sends none
+    headers: Mapping[str, str | None] | None = None
     extensions: Mapping[str, Any] | None = None
     on_stream: Callable[[str, dict], None] | None = None
     on_request_id: Callable[[Any], None] | None = None
@@ -163,6 +165,7 @@ def call_options(
         raise TypeError(
             f"{label}: request_state must be the string the server sent, not {type(request_state).__name__}"
         )
+    checked_headers = check_request_headers(headers, label)
     return CallOptions(
         timeout=check_timeout(timeout),
         cancel=cancel,
@@ -173,32 +176,51 @@ def call_options(
         cache=check_mode(cache),
         input_responses=input_responses,  # type: ignore[arg-type]
         request_state=request_state,
-        headers=check_request_headers(headers, label),
-        credential=credential_of(headers),
+        headers=checked_headers,
+        credential=credential_of(checked_headers),
     )
 
 
 def check_request_headers(headers: Any, label: str) -> dict[str, str] | None:
-    """Per-request HTTP headers (#19.1): a dict of header names to values, both strings that
-    can go on the wire (no CR, LF or NUL); TypeError / ValueError naming the header."""
+    """Caller's HTTP headers (per request, a view's, a client's): a dict of header names to values
+    that can go on the wire (:func:`~._headers.header_problem`); TypeError / ValueError naming the
+    header, never its value. ``Authorization`` is spelled one way in what it returns, so the
+    transport finds a caller's own credential with one lookup."""
     if headers is None:
         return None
     if not isinstance(headers, Mapping):
         raise TypeError(f"{label}: headers must be a dict of names to values, not {type(headers).__name__}")
     checked: dict[str, str] = {}
     for name, value in headers.items():
-        if not isinstance(name, str) or not isinstance(value, str):
-            raise TypeError(f"{label}: header {name!r:.60} must map a string to a string, not {value!r:.60}")
-        if not name or any(ch in name for ch in " :\r\n\0") or any(ch in value for ch in "\r\n\0"):
-            raise ValueError(f"{label}: header {name!r:.60} cannot go on the wire")
-        checked[name] = value
+        problem = header_problem(name, value)
+        if problem is not None:
+            error = TypeError if problem.startswith("must map") else ValueError
+            raise error(f"{label}: header {name!r:.60} {problem}")
+        checked[AUTHORIZATION if name.lower() == "authorization" else name] = value
     return checked
 
 
-def credential_of(headers: Mapping[str, str] | None, auth: Any = None) -> Any:
-    """What keeps one caller's cached results apart from another's: its headers (names case-
-    insensitive) and auth object; None when it has neither."""
+class _Same:
+    """An object as a key that matches only itself, and keeps it alive while the key lives: an
+    ``id()`` alone is reused once its object is collected, and would then match a stranger's."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.obj is self.obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+
+def credential_of(headers: Mapping[str, str | None] | None, auth: Any = None) -> Any:
+    """What keeps one caller's cached results and sessions apart from another's: its headers
+    (names case-insensitive) and auth object (the same object, held by the key); None when it
+    has neither. Equal keys only ever come from equal headers and the very same auth object."""
     if not headers and auth is None:
         return None
     items = frozenset((name.lower(), value) for name, value in (headers or {}).items())
-    return (items, None if auth is None else id(auth))
+    return (items, None if auth is None else _Same(auth))

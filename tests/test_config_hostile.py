@@ -171,8 +171,8 @@ def test_header_with_a_line_break_names_the_header(value: str, monkeypatch: pyte
 
 def test_bad_header_names_and_nul_in_commands() -> None:
     cases = [
-        ({"url": "https://a", "headers": {"Bad Name": "v"}}, "headers", "not a valid header name"),
-        ({"url": "https://a", "headers": {"X:Y": "v"}}, "headers", "not a valid header name"),
+        ({"url": "https://a", "headers": {"Bad Name": "v"}}, "headers", "not an HTTP token"),
+        ({"url": "https://a", "headers": {"X:Y": "v"}}, "headers", "not an HTTP token"),
         ({"command": "c\0d"}, "command", "NUL"),
         ({"command": "c", "args": ["ok", "a\0"]}, "args", "argument 1 holds a NUL"),
         ({"command": "c", "env": {"A=B": "v"}}, "env", "not a valid variable name"),

@@ -2,8 +2,10 @@
 
 :class:`BoundSession` stands in for a :class:`~.session.Session` wherever the
 facade uses one. Every request it sends carries the view's headers (its
-``auth`` turned into headers, per request) and a credential key, so that
-results cached for it are never served to another credential (C5). On a
+``auth`` turned into headers, per request) and a credential key made of exactly
+those headers, so that results cached for it are only ever served to a request
+that sends the same credential (C5), whatever becomes of the objects that
+produced them. On a
 legacy HTTP server, where a session belongs to the credentials that opened it,
 a view with credentials uses a session of its own instead (``own_session``,
 made by the facade on first need). Everything else is the shared session's:
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import attrs
 
-from .._options import DEFAULT, CallOptions
+from .._options import DEFAULT, CallOptions, credential_of
 from ..exceptions import ClientStateError
 from .connection import ClientState
 from .session import Session
@@ -29,20 +31,18 @@ if TYPE_CHECKING:
 
 class BoundSession(Session):
     """``base`` with credentials: ``headers()`` gives the headers of each request (called per
-    request, so a token that refreshes is read afresh); ``credential`` keys its cached results;
+    request, so a token that refreshes is read afresh), which also key its cached results;
     ``own_session()`` gives the session of its own on a legacy server (None: always shared)."""
 
     def __init__(  # no super().__init__(): a view of ``base``, whose state it reads
         self,
         base: Session,
         *,
-        headers: Callable[[], Mapping[str, str]],
-        credential: Any,
+        headers: Callable[[], Mapping[str, str | None]],
         own_session: Callable[[], Session] | None,
     ) -> None:
         self._base = base
         self._headers = headers
-        self._credential = credential
         self._own_session = own_session
 
     def __getattr__(self, name: str) -> Any:
@@ -72,8 +72,10 @@ class BoundSession(Session):
     def _options(self, target: Session, options: CallOptions) -> CallOptions:
         if target is not self._base:
             return options  # its own session carries the credentials itself
+        # The credential key is what this request sends, read once: the cache can never pair it
+        # with the results of other headers (an auth object's id would be reused once collected).
         headers = {**self._headers(), **(options.headers or {})}
-        return attrs.evolve(options, headers=headers or None, credential=(self._credential, options.credential))
+        return attrs.evolve(options, headers=headers or None, credential=credential_of(headers))
 
     def send(self, method: str, params: dict[str, Any] | None = None, options: CallOptions = DEFAULT,
              traced: bool = False) -> dict[str, Any]:

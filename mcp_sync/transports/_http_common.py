@@ -43,6 +43,8 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util import connection as urllib3_connection
 from urllib3.util.timeout import _DEFAULT_TIMEOUT
 
+from .._headers import AUTHORIZATION
+from .._options import check_request_headers
 from .._threads import Workers, join_quietly, spawn
 from .._urls import redact_url
 from .._version import __version__
@@ -57,6 +59,9 @@ MAX_REDIRECTS = 5
 POOL_MAXSIZE = 64  # kept-alive connections per host
 ERROR_BODY_BYTES = 64 * 1024
 RETRY_AFTER_CAP = 30.0  # longer Retry-After: give up instead of stalling a caller
+#: The most ServerUnavailable.retry_after says (one hour): a server's date ten years ahead must
+#: not become a sleep of ten years in an application that honours the hint.
+RETRY_AFTER_HINT_CAP = 3600.0
 #: Statuses that say "not now" (rate limit, gateway, overload): retried while safe, then ServerUnavailable
 UNAVAILABLE = frozenset({429, 502, 503, 504})
 #: Read timeout of a notification's or a response's POST: the server only acknowledges those.
@@ -525,7 +530,7 @@ class HttpBase(BaseTransport):
         self.url = url
         self.safe_url = redact_url(url)  # what messages, logs and reprs show
         self.target = _target_of(url)
-        self.headers = dict(headers or {})
+        self.headers = check_request_headers(headers, type(self).__name__) or {}
         self.auth = auth
         self.max_message_bytes = max_message_bytes
         self.connect_timeout = connect_timeout
@@ -549,6 +554,11 @@ class HttpBase(BaseTransport):
         #: then the caller's headers (H17).
         self.request_headers = {"User-Agent": f"mcp-sync/{__version__}", "Accept-Encoding": "gzip, deflate"}
         self.request_headers.update(self.headers)
+        #: What a request carrying its own credential (its headers name Authorization: a call's
+        #: ``headers=``, a bound view's) goes out over: the client's headers without its own.
+        self.request_headers_without_credential = {
+            name: value for name, value in self.request_headers.items() if name != AUTHORIZATION
+        }
         self._senders: dict[str, _Sender] = {}  # per URL: what requests would work out on every call
         self._lock = threading.Lock()
         self._workers = Workers(self.name)
@@ -596,7 +606,7 @@ class HttpBase(BaseTransport):
         url: str,
         slot: Slot,
         *,
-        headers: Mapping[str, str],
+        headers: Mapping[str, str | None],
         body: bytes | None = None,
         safe_to_resend: bool = True,
         timeout: float | None = None,
@@ -641,7 +651,8 @@ class HttpBase(BaseTransport):
         raise AssertionError("unreachable")
 
     def _follow_authorized(
-        self, method: str, url: str, slot: Slot, headers: Mapping[str, str], body: bytes | None, timeout: float | None
+        self, method: str, url: str, slot: Slot, headers: Mapping[str, str | None], body: bytes | None,
+        timeout: float | None,
     ) -> requests.Response:
         """:meth:`_follow`, letting an OAuth-style ``auth`` answer 401/403 challenges.
 
@@ -650,7 +661,8 @@ class HttpBase(BaseTransport):
         again with the new token; ``auth`` bounds the rounds, MAX_CHALLENGES is a
         backstop. Plain ``requests`` auth objects have no such method.
         """
-        handle = getattr(self.auth, "handle_challenge", None)
+        # A request with its own credential (a view's) is not the client's to log in again for.
+        handle = None if AUTHORIZATION in headers else getattr(self.auth, "handle_challenge", None)
         # An auth object that declares it (mcp_sync.OAuth) keeps its whole flow to the request's deadline.
         bounded = handle is not None and getattr(self.auth, "challenge_takes_deadline", False) is True
         for attempt in range(MAX_CHALLENGES + 1):
@@ -673,7 +685,8 @@ class HttpBase(BaseTransport):
         raise AssertionError("unreachable")
 
     def _follow(
-        self, method: str, url: str, slot: Slot, headers: Mapping[str, str], body: bytes | None, timeout: float | None
+        self, method: str, url: str, slot: Slot, headers: Mapping[str, str | None], body: bytes | None,
+        timeout: float | None,
     ) -> requests.Response:
         """Send, following redirects only within the origin (credentials never leave it)."""
         _local.slot = slot
@@ -693,7 +706,7 @@ class HttpBase(BaseTransport):
         self,
         method: str,
         url: str,
-        headers: Mapping[str, str],
+        headers: Mapping[str, str | None],
         body: bytes | None,
         timeout: float | None,
         *,
@@ -711,6 +724,9 @@ class HttpBase(BaseTransport):
             if len(self._senders) < 16:  # the server's URL, a redirect target or two, an SSE endpoint
                 self._senders[url] = sender
         connect = self.connect_timeout if connect_timeout is None else connect_timeout
+        if AUTHORIZATION in headers:  # the request's own credential replaces every one of the client's
+            return sender.send(method, {**self.request_headers_without_credential, **headers}, body,
+                               (connect, timeout), own_credential=True)
         return sender.send(method, {**self.request_headers, **headers}, body, (connect, timeout))
 
     @property
@@ -821,7 +837,11 @@ class _Sender:
         self.fixed_auth = fixed if fixed else session.auth
         self.url_auth = any(get_auth_from_url(self.prepared_url))  # user:password@ in the URL
 
-    def send(self, method: str, headers: Mapping[str, str], body: bytes | None, timeout: Any) -> requests.Response:
+    def send(self, method: str, headers: Mapping[str, str | None], body: bytes | None, timeout: Any,
+             own_credential: bool = False) -> requests.Response:
+        """Send one request. ``own_credential``: its headers carry the caller's credential (an
+        Authorization value, or None for none), so no other auth is applied: not the
+        transport's, the session's, netrc's nor the URL's ``user:password``."""
         owner, session = self.owner, self.session
         if not self.fast:
             return session.request(
@@ -829,7 +849,7 @@ class _Sender:
                 self.prepared_url,
                 data=body,
                 headers=dict(headers),
-                auth=owner.auth,
+                auth=_no_auth if own_credential else owner.auth,
                 stream=True,
                 allow_redirects=False,
                 timeout=timeout,
@@ -852,7 +872,7 @@ class _Sender:
         prepared.body = body
         prepared.prepare_content_length(body)
         auth = owner.auth if owner.auth is not None else self.fixed_auth
-        if auth is not None or self.url_auth:
+        if (auth is not None or self.url_auth) and not own_credential:
             prepared.prepare_auth(auth, self.prepared_url)
         if any(session.hooks.values()):
             prepared.prepare_hooks(session.hooks)
@@ -864,6 +884,12 @@ class _Sender:
         if len(response.cookies):
             extract_cookies_to_jar(jar, prepared, response.raw)
         return response
+
+
+def _no_auth(request: requests.PreparedRequest) -> requests.PreparedRequest:
+    """The auth of a request that carries its own credential: applies nothing (and, being given,
+    keeps ``requests`` from falling back to the session's auth, netrc or the URL's)."""
+    return request
 
 
 def header_safe(value: str | None, limit: int = 1024) -> str | None:
@@ -912,16 +938,12 @@ def _connect_failure(exc: BaseException) -> bool:
     return isinstance(reason, urllib3.exceptions.NewConnectionError)
 
 
-def retry_after_seconds(response: requests.Response) -> float | None:
-    """What the server's Retry-After asks for, in seconds (delay-seconds or an HTTP date, a date
-    in the past is 0), or None when it sent none or nothing readable. Not capped: it is the
-    server's hint for the caller (ServerUnavailable.retry_after), not a wait of ours."""
-    value = response.headers.get("Retry-After")
-    if value is None:
-        return None
+def _retry_after_delay(value: str) -> float | None:
+    """A Retry-After value in seconds from now: delay-seconds (ASCII digits; more than nine of
+    them is inf) or an HTTP date (one in the past is 0); None when unreadable."""
     value = value.strip()
     if value.isascii() and value.isdigit():
-        return float(value) if len(value) <= 9 else None
+        return float(value) if len(value) <= 9 else float("inf")
     try:
         delay = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
     except (TypeError, ValueError, OverflowError, IndexError, OSError):
@@ -929,27 +951,24 @@ def retry_after_seconds(response: requests.Response) -> float | None:
     return max(0.0, delay) if delay == delay else None
 
 
-def _retry_after(response: requests.Response, default: float) -> float | None:
-    """Seconds to wait before a retry, or None when the server asks for longer than we wait.
-
-    Retry-After is delay-seconds (ASCII digits) or an HTTP date; anything else,
-    negative, absurd or unparsable, falls back to ``default``; a date in the
-    past means now.
-    """
+def retry_after_seconds(response: requests.Response) -> float | None:
+    """What the server's Retry-After asks for, in seconds, for the caller
+    (``ServerUnavailable.retry_after``), or None when it sent none or nothing readable. At most
+    RETRY_AFTER_HINT_CAP: an application that sleeps on it (as the docs show) must not be told
+    to park a thread for ten years because a server said so."""
     value = response.headers.get("Retry-After")
-    if value is None:
+    delay = None if value is None else _retry_after_delay(value)
+    return None if delay is None else min(delay, RETRY_AFTER_HINT_CAP)
+
+
+def _retry_after(response: requests.Response, default: float) -> float | None:
+    """Seconds to wait before a retry of ours, or None when the server asks for longer than we
+    wait (RETRY_AFTER_CAP); ``default`` when it sent none or nothing readable."""
+    value = response.headers.get("Retry-After")
+    delay = None if value is None else _retry_after_delay(value)
+    if delay is None:
         return default
-    value = value.strip()
-    if value.isascii() and value.isdigit():
-        delay = float(value) if len(value) <= 9 else float("inf")
-    else:
-        try:
-            delay = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
-        except (TypeError, ValueError, OverflowError, IndexError, OSError):
-            return default
-    if not delay <= RETRY_AFTER_CAP:  # also NaN
-        return None
-    return max(0.0, delay)
+    return delay if delay <= RETRY_AFTER_CAP else None
 
 
 def _target_of(url: str) -> str:

@@ -89,15 +89,16 @@ class LegacySession(HttpBase):
 
     @abc.abstractmethod
     def _send_oneway(
-        self, message: dict[str, Any], extra: Mapping[str, str] | None, version: str | None, resent: bool = False,
-        session: str | None = None,
+        self, message: dict[str, Any], extra: Mapping[str, str | None] | None, version: str | None,
+        resent: bool = False, session: str | None = None,
     ) -> None:
         """POST a notification or a response on the calling thread (on ``session`` if given)."""
 
     @abc.abstractmethod
     def _post_headers(
-        self, message: dict[str, Any], extra: Mapping[str, str] | None, version: str | None, session_id: str | None
-    ) -> dict[str, str]:
+        self, message: dict[str, Any], extra: Mapping[str, str | None] | None, version: str | None,
+        session_id: str | None,
+    ) -> dict[str, str | None]:
         """The headers of a POST of ``message``."""
 
     @abc.abstractmethod

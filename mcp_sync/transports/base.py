@@ -103,7 +103,7 @@ class Transport(Protocol):
 
     def start(self, sink: MessageSink) -> None: ...
 
-    def send(self, message: dict[str, Any], *, headers: Mapping[str, str] | None = None) -> None: ...
+    def send(self, message: dict[str, Any], *, headers: Mapping[str, str | None] | None = None) -> None: ...
 
     def abort(self, request_id: Any) -> bool: ...
 
@@ -164,7 +164,7 @@ class BaseTransport:
         return None
 
     def send_inline(
-        self, message: dict[str, Any], *, headers: Mapping[str, str] | None = None, deadline: float | None = None
+        self, message: dict[str, Any], *, headers: Mapping[str, str | None] | None = None, deadline: float | None = None
     ) -> None:
         """Only where ``inline_sends`` is declared."""
         raise NotImplementedError(f"{type(self).__name__} declares no inline sends")

@@ -259,12 +259,12 @@ class HttpTransport(LegacySession):
         elif era == "modern" or self._saw_modern:  # only an auto detection teaches the cache anything
             _remember_era(self.url, era)
 
-    def send(self, message: dict[str, Any], *, headers: Mapping[str, str] | None = None) -> None:
+    def send(self, message: dict[str, Any], *, headers: Mapping[str, str | None] | None = None) -> None:
         """POST ``message``: a request on a worker thread, anything else on this thread."""
         self._send(message, headers, inline=False, deadline=None)
 
     def send_inline(
-        self, message: dict[str, Any], *, headers: Mapping[str, str] | None = None, deadline: float | None = None
+        self, message: dict[str, Any], *, headers: Mapping[str, str | None] | None = None, deadline: float | None = None
     ) -> None:
         """POST ``message`` and, for a request, read its answer on this thread: when this
         returns, the answer (or the request's failure) has gone to the sink.
@@ -280,7 +280,7 @@ class HttpTransport(LegacySession):
         self._send(message, headers, inline=self._inline_ok, deadline=deadline)
 
     def _send(
-        self, message: dict[str, Any], headers: Mapping[str, str] | None, *, inline: bool, deadline: float | None
+        self, message: dict[str, Any], headers: Mapping[str, str | None] | None, *, inline: bool, deadline: float | None
     ) -> None:
         delegate = self._delegate
         if delegate is not None:
@@ -374,7 +374,7 @@ class HttpTransport(LegacySession):
     # -- requests (worker threads) -------------------------------------------------------
 
     def _run_request(
-        self, message: dict[str, Any], extra: Mapping[str, str] | None, version: str | None, slot: Slot
+        self, message: dict[str, Any], extra: Mapping[str, str | None] | None, version: str | None, slot: Slot
     ) -> None:
         request_id = message["id"]
         try:
@@ -396,7 +396,8 @@ class HttpTransport(LegacySession):
                 self._inflight.pop(request_id, None)
 
     def _request(
-        self, message: dict[str, Any], extra: Mapping[str, str] | None, version: str | None, slot: Slot, *, resent: bool
+        self, message: dict[str, Any], extra: Mapping[str, str | None] | None, version: str | None, slot: Slot, *,
+        resent: bool,
     ) -> None:
         method, request_id = message["method"], message["id"]
         session_id = None if version else self._session_id
@@ -560,8 +561,8 @@ class HttpTransport(LegacySession):
     # -- notifications and responses (calling thread) ---------------------------------
 
     def _send_oneway(
-        self, message: dict[str, Any], extra: Mapping[str, str] | None, version: str | None, resent: bool = False,
-        session: str | None = None,
+        self, message: dict[str, Any], extra: Mapping[str, str | None] | None, version: str | None,
+        resent: bool = False, session: str | None = None,
     ) -> None:
         method = message.get("method")
         session_id = None if version else session or self._session_id
@@ -653,8 +654,9 @@ class HttpTransport(LegacySession):
     # -- headers -------------------------------------------------------------------------------
 
     def _post_headers(
-        self, message: dict[str, Any], extra: Mapping[str, str] | None, version: str | None, session_id: str | None
-    ) -> dict[str, str]:
+        self, message: dict[str, Any], extra: Mapping[str, str | None] | None, version: str | None,
+        session_id: str | None,
+    ) -> dict[str, str | None]:
         headers = dict(extra or {})  # first, so the protocol's own headers win on a clash
         headers.update({"Accept": ACCEPT_BOTH, "Content-Type": "application/json"})
         method = message.get("method")

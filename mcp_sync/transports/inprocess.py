@@ -135,7 +135,7 @@ class InProcessTransport(BaseTransport):
 
     # -- the client's side ------------------------------------------------------------------------
 
-    def send(self, message: dict[str, Any], *, headers: Mapping[str, str] | None = None) -> None:
+    def send(self, message: dict[str, Any], *, headers: Mapping[str, str | None] | None = None) -> None:
         """Hand one message to the server's loop; returns at once (the answer reaches the sink)."""
         import mcp_types
         from mcp.shared.message import SessionMessage

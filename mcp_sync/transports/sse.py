@@ -113,7 +113,7 @@ class SseTransport(HttpBase):
         """Everything comes on the one stream, and the transport ends with it: one token while it is open."""
         return 0 if self.endpoint is not None and not self._closing else None
 
-    def send(self, message: dict[str, Any], *, headers: Mapping[str, str] | None = None) -> None:
+    def send(self, message: dict[str, Any], *, headers: Mapping[str, str | None] | None = None) -> None:
         """POST ``message`` to the endpoint; requests on a worker, notifications and responses here."""
         endpoint = self.endpoint
         if endpoint is None or self._closing:
@@ -163,7 +163,7 @@ class SseTransport(HttpBase):
     # -- threads -------------------------------------------------------------------------
 
     def _post_request(
-        self, request_id: Any, endpoint: str, body: bytes, headers: dict[str, str], slot: Slot, resendable: bool
+        self, request_id: Any, endpoint: str, body: bytes, headers: dict[str, str | None], slot: Slot, resendable: bool
     ) -> None:
         try:
             parsed = self._post(endpoint, body, headers, slot, "request", resendable)
@@ -182,7 +182,7 @@ class SseTransport(HttpBase):
         self,
         endpoint: str,
         body: bytes,
-        headers: dict[str, str],
+        headers: dict[str, str | None],
         slot: Slot,
         what: str,
         resendable: bool,

@@ -243,7 +243,7 @@ class StdioTransport(BaseTransport):
         """stdio frames both eras the same way: nothing to change."""
 
     def send(
-        self, message: dict[str, Any], *, headers: Mapping[str, str] | None = None, timeout: float | None = None
+        self, message: dict[str, Any], *, headers: Mapping[str, str | None] | None = None, timeout: float | None = None
     ) -> None:
         """Write one message as one line.
 

@@ -2,9 +2,11 @@
 
 Run:  python sdk_server.py stdio
       python sdk_server.py http --port N     (Streamable HTTP on http://127.0.0.1:N/mcp)
+      python sdk_server.py sse --port N      (HTTP+SSE, legacy only, on http://127.0.0.1:N/sse)
 
 Tools: echo, add (structured output), weather (structured output: an object), slow (progress + log +
-cancellable), wait_echo (echo after an idle wait), fail (isError),
+cancellable), wait_echo (echo after an idle wait), whoami (the Authorization and X-User headers
+the request carried, as JSON), fail (isError),
 add_tool (registers a tool at runtime, announces tools/list_changed), ask_name (elicitation:
 elicitation/create mid-call on 2025-11-25, InputRequiredResult/MRTR on 2026-07-28), ask_llm and
 ask_llm_tools (sampling, the same two ways: a system prompt, max tokens, stop sequences, model hints,
@@ -116,6 +118,16 @@ async def wait_echo(text: str, ms: int) -> str:
     service would): calls in flight overlap, so a client's own parallelism shows."""
     await anyio.sleep(ms / 1000)
     return text
+
+
+@server.tool()
+def whoami(ctx: Context) -> str:
+    """The credentials this request carried, as JSON: ``{"authorization": ..., "x_user": ...}``
+    (null where absent; HTTP only). Lets tests see which credential reached the server."""
+    import json
+
+    headers = {name.lower(): value for name, value in (ctx.headers or {}).items()}
+    return json.dumps({"authorization": headers.get("authorization"), "x_user": headers.get("x-user")})
 
 
 @server.tool()
@@ -253,11 +265,13 @@ async def run_stdio() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("transport", choices=["stdio", "http"])
+    parser.add_argument("transport", choices=["stdio", "http", "sse"])
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args()
     if args.transport == "stdio":
         anyio.run(run_stdio)
+    elif args.transport == "sse":  # the deprecated HTTP+SSE transport: GET /sse, POST /messages/
+        server.run("sse", host="127.0.0.1", port=args.port)
     else:
         server.run("streamable-http", host="127.0.0.1", port=args.port, streamable_http_path="/mcp")
 
