@@ -15,6 +15,26 @@ tool result with ``isError``). W3C trace context (``traceparent``,
 ``meta=`` entries win. Each request's duration is recorded in the histogram
 ``mcp.client.operation.duration`` (seconds).
 
+Bounded sizes (#28.6): a span or measurement records at most a fixed size, whatever the caller
+or the server sent (a 200 KB tool name made a 200 KB span name, a 2 MB error message a 4 MB span,
+message and stack trace). In characters (code points):
+
+* names, :data:`MAX_NAME_LENGTH` (256): ``mcp.method.name``, ``gen_ai.tool.name``,
+  ``gen_ai.prompt.name``, ``error.type``, ``rpc.response.status_code``, ``server.address``,
+  ``mcp.protocol.version``, ``jsonrpc.request.id``, ``exception.type``; the span name is
+  ``{method} {name}`` of these, so at most 513;
+* any other string attribute, :data:`MAX_ATTRIBUTE_LENGTH` (1024): ``mcp.resource.uri``;
+* the status description and ``exception.message``, :data:`MAX_MESSAGE_LENGTH` (1024);
+* ``exception.stacktrace``, :data:`MAX_STACKTRACE_LENGTH` (8192), its end kept (the innermost
+  frames, then the exception line with the bounded message; a chained cause is left out).
+
+A cut value ends with ``…`` (U+2026; a stack trace starts with it), counted in the bound. Bounded
+text is valid Unicode: a cut never splits a surrogate pair, and a lone surrogate (a server's JSON
+may carry ``\\ud800``) becomes U+FFFD, so an exporter can always encode it as UTF-8. The work is
+linear in the input (only the kept part is copied and looked at). A measurement's attributes are
+the span's (but the URI), so bounded the same; how many distinct values a histogram keeps is the
+SDK's cardinality limit.
+
 Nothing of OpenTelemetry is imported until the first request of a client with
 tracing on (``tracing=False`` turns it off); if it is not installed, tracing
 stays off for good. Thread-safe: one :class:`Tracing` per client, its state set
@@ -25,6 +45,7 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
@@ -35,6 +56,21 @@ from ..exceptions import ServerError
 
 _NAME_FIELDS = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name"}
 _INSTRUMENTATION = "mcp_sync"
+
+#: Names (method, tool or prompt name, error.type, server.address, protocol version, request
+#: id): MCP asks tool names of 1 to 128 characters and a DNS name has at most 253, so 256 cuts
+#: no real name, and keeps a hostile one from making every span and histogram point as large.
+MAX_NAME_LENGTH = 256
+#: Any other string attribute (``mcp.resource.uri``): enough to tell one URI from another in a
+#: trace viewer, not the 2 MB ``data:`` URI itself.
+MAX_ATTRIBUTE_LENGTH = 1024
+#: The status description and ``exception.message``: a server's error message is its text and
+#: can be any size; the first kilobyte says what went wrong (ServerError keeps it all).
+MAX_MESSAGE_LENGTH = 1024
+#: ``exception.stacktrace``: the library's frames of a failed request fit several times over;
+#: the tail is kept (the innermost frames, then the exception line with its bounded message).
+MAX_STACKTRACE_LENGTH = 8192
+_CUT = "\u2026"  # "…": marks a value that was cut
 
 
 class Tracing:
@@ -87,11 +123,13 @@ class Tracing:
         trace, propagate, tracer, histogram, _ = self._otel  # loaded, and an SDK is set up: active() said so
         attributes = _attributes(method, params, protocol_version, target)
         name_key = _NAME_FIELDS.get(method)
-        name = f"{method} {attributes[name_key]}" if name_key in attributes else method
+        name = attributes["mcp.method.name"]  # bounded, as is the target's name: the span name is too
+        if name_key in attributes:
+            name = f"{name} {attributes[name_key]}"
         started = time.monotonic()
         error_type: str | None = None
-        with tracer.start_as_current_span(
-            name, kind=trace.SpanKind.CLIENT, attributes=attributes, record_exception=True,
+        with tracer.start_as_current_span(  # exceptions recorded below, bounded (the SDK's record all)
+            name, kind=trace.SpanKind.CLIENT, attributes=attributes, record_exception=False,
             set_status_on_exception=False,
         ) as span:
             ids: list[Any] = []
@@ -116,8 +154,11 @@ class Tracing:
                 error_type = _error_type(exc)
                 span.set_attribute("error.type", error_type)
                 if isinstance(exc, ServerError):
-                    span.set_attribute("rpc.response.status_code", str(exc.code))
-                span.set_status(trace.Status(trace.StatusCode.ERROR, str(exc)[:200]))
+                    span.set_attribute("rpc.response.status_code", bounded(str(exc.code), MAX_NAME_LENGTH))
+                message = bounded(_message(exc), MAX_MESSAGE_LENGTH)
+                if isinstance(exc, Exception) and span.is_recording():  # as the SDK's record_exception=True did
+                    span.add_event("exception", _exception_attributes(exc, message))
+                span.set_status(trace.Status(trace.StatusCode.ERROR, message))
                 raise
             else:
                 if method == "tools/call" and result.get("isError") is True:
@@ -127,7 +168,7 @@ class Tracing:
                 return result
             finally:
                 if ids:
-                    span.set_attribute("jsonrpc.request.id", str(ids[-1]))
+                    span.set_attribute("jsonrpc.request.id", bounded(str(ids[-1]), MAX_NAME_LENGTH))
                 measured = {key: value for key, value in attributes.items() if key != "mcp.resource.uri"}
                 if error_type is not None:
                     measured["error.type"] = error_type
@@ -165,23 +206,26 @@ def _configured(trace: Any, metrics: Any) -> bool:
 
 def _attributes(method: str, params: dict[str, Any] | None, protocol_version: str | None, target: str
                 ) -> dict[str, Any]:
-    attributes: dict[str, Any] = {"mcp.method.name": method}
+    """The span's attributes (also the measurement's, but the URI), every string bounded: the
+    method, the tool or prompt name and the URI are the caller's (or a server's list's), the
+    protocol version the server's, the address the caller's URL."""
+    attributes: dict[str, Any] = {"mcp.method.name": bounded(method, MAX_NAME_LENGTH)}
     if protocol_version:
-        attributes["mcp.protocol.version"] = protocol_version
+        attributes["mcp.protocol.version"] = bounded(protocol_version, MAX_NAME_LENGTH)
     params = params or {}
     name_key = _NAME_FIELDS.get(method)
     if name_key is not None and isinstance(params.get("name"), str):
-        attributes[name_key] = params["name"]
+        attributes[name_key] = bounded(params["name"], MAX_NAME_LENGTH)
         if method == "tools/call":
             attributes["gen_ai.operation.name"] = "execute_tool"
     if method == "resources/read" and isinstance(params.get("uri"), str):
-        attributes["mcp.resource.uri"] = params["uri"]
+        attributes["mcp.resource.uri"] = bounded(params["uri"], MAX_ATTRIBUTE_LENGTH)
     if target.startswith(("http://", "https://")):
         parts = urlsplit(target)
         attributes["network.transport"] = "tcp"
         attributes["network.protocol.name"] = "http"
         if parts.hostname:
-            attributes["server.address"] = parts.hostname
+            attributes["server.address"] = bounded(parts.hostname, MAX_NAME_LENGTH)
         port = parts.port or (443 if parts.scheme == "https" else 80)
         attributes["server.port"] = port
     else:
@@ -190,8 +234,76 @@ def _attributes(method: str, params: dict[str, Any] | None, protocol_version: st
 
 
 def _error_type(exc: BaseException) -> str:
+    """``error.type``, bounded: a server's error code (any size of integer the JSON allows), or
+    the class of an exception a caller's callback may have raised (any name)."""
     if isinstance(exc, ServerError):
-        return str(exc.code)  # the JSON-RPC error code, as the conventions ask
+        return bounded(str(exc.code), MAX_NAME_LENGTH)  # the JSON-RPC error code, as the conventions ask
     cls = type(exc)
     module = "mcp_sync" if cls.__module__.startswith("mcp_sync") else cls.__module__
-    return f"{module}.{cls.__qualname__}"
+    return bounded(f"{module}.{cls.__qualname__}", MAX_NAME_LENGTH)
+
+
+def _message(exc: BaseException) -> str:
+    """``str(exc)``, or a stand-in when that fails: a caller's callback may raise anything, and the
+    span must still end with the request's own exception, not this one."""
+    try:
+        return str(exc)
+    except Exception:  # any failure of a foreign __str__
+        return f"<{type(exc).__qualname__}: str() failed>"
+
+
+def _exception_attributes(exc: BaseException, message: str) -> dict[str, str]:
+    """The ``exception`` event of the conventions, as the SDK's ``record_exception`` writes it but
+    bounded: the SDK's puts ``str(exc)`` in the message and again in the stack trace (a 2 MB error
+    message made a 4 MB span). Here the message is ``message`` (already bounded), the stack trace
+    the exception's own frames and that message, its tail kept; a chained cause is left out (its
+    message is as unbounded). Formatting the frames does not look at the message at all."""
+    cls = type(exc)
+    module = cls.__module__
+    kind = bounded(f"{module}.{cls.__qualname__}" if module and module != "builtins" else cls.__qualname__,
+                   MAX_NAME_LENGTH)
+    try:
+        frames = "".join(traceback.format_tb(exc.__traceback__))
+    except Exception:  # a source line that cannot be read must not hide the request's error
+        frames = ""
+    stacktrace = f"Traceback (most recent call last):\n{frames}{kind}: {message}\n"
+    return {
+        "exception.type": kind,
+        "exception.message": message,
+        "exception.stacktrace": bounded_tail(stacktrace, MAX_STACKTRACE_LENGTH),
+        "exception.escaped": "False",  # what the SDK's record_exception=True wrote
+    }
+
+
+def bounded(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters, else its start and ``…``, ``limit`` in all;
+    valid Unicode either way (see :func:`_valid`). Linear in ``limit``, not in ``len(text)``:
+    only the kept prefix is copied and looked at."""
+    if len(text) <= limit:
+        return _valid(text)
+    head = text[: limit - len(_CUT)]
+    if head and "\ud800" <= head[-1] <= "\udbff":  # the first half of a pair whose second was cut off
+        head = head[:-1]
+    return _valid(head) + _CUT
+
+
+def bounded_tail(text: str, limit: int) -> str:
+    """As :func:`bounded`, keeping the end instead (``…`` first): the end of a stack trace is what
+    says where the error was raised, and what it was."""
+    if len(text) <= limit:
+        return _valid(text)
+    tail = text[len(text) - (limit - len(_CUT)):]
+    if tail and "\udc00" <= tail[0] <= "\udfff":  # the second half of a pair whose first was cut off
+        tail = tail[1:]
+    return _CUT + _valid(tail)
+
+
+def _valid(text: str) -> str:
+    """``text`` as valid Unicode, which an exporter can encode as UTF-8: a surrogate pair left as
+    two code points is joined, a lone surrogate becomes U+FFFD (one exporter's encode error would
+    lose the whole batch). Never longer than ``text``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
