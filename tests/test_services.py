@@ -61,6 +61,25 @@ def test_an_http_date_retry_after_becomes_seconds() -> None:
     assert 100 < caught.value.retry_after <= 121
 
 
+@pytest.mark.parametrize("retry_after", ["315360000", "9" * 40, "far future date"])
+def test_the_retry_hint_handed_on_is_at_most_an_hour(retry_after: str) -> None:
+    """#28.6: a date ten years ahead (or delay-seconds as large) is handed on as one hour, the
+    most ServerUnavailable.retry_after says: an application sleeping on it must not sleep years."""
+    import email.utils
+    import time
+
+    from mcp_sync.transports._http_common import RETRY_AFTER_HINT_CAP
+
+    if retry_after == "far future date":
+        retry_after = email.utils.formatdate(time.time() + 10 * 365 * 86400, usegmt=True)
+    with FakeServer("modern") as server:
+        server.override = answering("tools/call", Reply(503, {"Retry-After": retry_after}, b""))
+        with mcp_sync.Client.http(server.url) as client:
+            with pytest.raises(mcp_sync.ServerUnavailable) as caught:
+                client.call_tool("echo", {})
+    assert caught.value.retry_after == RETRY_AFTER_HINT_CAP == 3600.0
+
+
 def test_every_other_http_failure_carries_its_status(sdk_http_url: str) -> None:
     wrong = sdk_http_url.rsplit("/", 1)[0] + "/nowhere"
     with pytest.raises(mcp_sync.ProtocolError) as caught:
