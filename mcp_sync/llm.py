@@ -19,14 +19,18 @@ Example::
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
+import math
+import threading
+import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 from ._chat import chat_messages
 from ._llm_formats import assign_names, drop_optional_nulls, result_text, to_anthropic_tools, to_openai_tools
 from ._threads import run_blocking
-from .exceptions import MCPError
+from .exceptions import INVALID_PARAMS, MCPError, ServerRequestError
 from .models import CallToolResult, Tool
 
 if TYPE_CHECKING:
@@ -45,6 +49,19 @@ SamplingHandler = Callable[[dict], dict]
 _MAX_HINTS = 20  # model hints looked at, each compared on its first _MAX_HINT_CHARS characters
 _MAX_HINT_CHARS = 200
 _OPENAI_STOPS = 4  # Chat Completions takes at most 4 stop sequences
+_DEFAULT_MAX_TOKENS = 1024  # sent when a request has no usable maxTokens (then capped by the ceiling)
+
+# What a server's sampling request may cost by default (#28.5); each is a keyword of the samplers.
+MAX_TOKENS_LIMIT = 4096  # the server's maxTokens is clamped to it
+MAX_STOP_SEQUENCES = 16  # more is refused
+MAX_STOP_SEQUENCE_CHARS = 256  # a longer stop sequence is refused
+MAX_INPUT_CHARS = 200_000  # messages, systemPrompt and tools, measured as they arrive; more is refused
+MAX_REQUESTS = 10  # provider calls per sampler ...
+PER_SECONDS = 60.0  # ... in any window of this many seconds; more is refused
+OPENAI_TEMPERATURES = (0.0, 2.0)  # the providers' ranges; a temperature outside is refused
+ANTHROPIC_TEMPERATURES = (0.0, 1.0)
+_LARGEST_FLOAT = 1.7976931348623157e308
+BUDGET_REFUSED = -1  # the code of a budget refusal: the client declines, as a user would
 
 
 def _need(module: str, package: str, what: str) -> Any:
@@ -118,12 +135,153 @@ def _result(model: str, blocks: list[dict[str, Any]], stop: str | None, with_too
     return result
 
 
+def _whole(name: str, value: Any, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < least:
+        raise ValueError(f"{name} must be at least {least}, not {value}")
+    return value
+
+
+def _real(value: Any) -> bool:
+    """Whether ``value`` is a finite int or float (a bool is not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return isinstance(value, int) or math.isfinite(value)
+
+
+def _shown(value: float) -> str:
+    """A number for a refusal's message: short whatever the server sent (an int of 4,000 digits)."""
+    return f"{value:.6g}" if isinstance(value, float) or abs(value) < 10**15 else "a very large number"
+
+
+def _refuse(message: str, code: int = INVALID_PARAMS) -> ServerRequestError:
+    log.info("mcp_sync: %s", message)
+    return ServerRequestError(message, code=code)
+
+
+def _input_chars(params: Mapping[str, Any], limit: int) -> int:
+    """The size of a request's ``messages``, ``systemPrompt`` and ``tools``: each string's length
+    plus one for every value. Counting stops just past ``limit``, so it takes time linear in
+    ``min(size, limit)`` however big or deep the request (a cycle, which JSON cannot hold, too)."""
+    total = 0
+    stack: list[Any] = [iter([params.get("messages"), params.get("systemPrompt"), params.get("tools")])]
+    while stack:
+        value = next(stack[-1], stack)  # the stack itself marks the end of an iterator
+        if value is stack:
+            stack.pop()
+            continue
+        total += 1 + (len(value) if isinstance(value, str) else 0)
+        if total > limit:
+            break
+        if isinstance(value, Mapping):
+            stack.append(item for pair in value.items() for item in pair)
+        elif isinstance(value, (list, tuple)):
+            stack.append(iter(value))
+    return total
+
+
+class _SamplingBounds:
+    """What a sampler lets through to its provider, and how often (#28.5): checked before any
+    provider call. A refusal raises ServerRequestError, which the client sends the server as a
+    JSON-RPC error (a legacy server's request), or which makes the call raise InputRequiredError
+    (a modern server's ``input_required`` round). The options are checked once, here.
+
+    Example: ``_SamplingBounds(max_tokens_limit=4096, max_stop_sequences=16, max_stop_sequence_chars=256,
+    max_input_chars=200_000, temperature_range=(0.0, 1.0), max_requests=10, per_seconds=60.0)``.
+    """
+
+    def __init__(self, *, max_tokens_limit: int | None, max_stop_sequences: int, max_stop_sequence_chars: int,
+                 max_input_chars: int, temperature_range: tuple[float, float], max_requests: int,
+                 per_seconds: float) -> None:
+        self.max_tokens_limit = None if max_tokens_limit is None else _whole("max_tokens_limit", max_tokens_limit, 1)
+        self.max_stop_sequences = _whole("max_stop_sequences", max_stop_sequences, 0)
+        self.max_stop_sequence_chars = _whole("max_stop_sequence_chars", max_stop_sequence_chars, 1)
+        self.max_input_chars = _whole("max_input_chars", max_input_chars, 1)
+        self.max_requests = _whole("max_requests", max_requests, 1)
+        if not _real(per_seconds):
+            raise TypeError(f"per_seconds must be a finite number of seconds, not {per_seconds!r:.40}")
+        if per_seconds <= 0:
+            raise ValueError(f"per_seconds must be more than 0, not {per_seconds}")
+        self.per_seconds = float(per_seconds)
+        if (not isinstance(temperature_range, (tuple, list)) or len(temperature_range) != 2
+                or not all(_real(t) for t in temperature_range)):
+            raise TypeError(f"temperature_range must be a (lowest, highest) pair of numbers, "
+                            f"not {temperature_range!r:.60}")
+        low, high = temperature_range
+        if not 0 <= low <= high or max(low, high) > _LARGEST_FLOAT:
+            raise ValueError(f"temperature_range must have 0 <= lowest <= highest (floats), "
+                             f"not {temperature_range!r:.60}")
+        self.temperature_range = (float(low), float(high))
+        self._starts: collections.deque[float] = collections.deque()  # the budget's provider calls, oldest first
+        self._lock = threading.Lock()
+
+    def check(self, params: Mapping[str, Any]) -> tuple[int, list[str], float | None]:
+        """The request's max tokens (clamped), stop sequences and temperature; refuses what is out of bounds."""
+        size = _input_chars(params, self.max_input_chars)
+        if size > self.max_input_chars:
+            raise _refuse(f"sampling refused: the request's messages, system prompt and tools exceed "
+                          f"{self.max_input_chars} characters (max_input_chars={self.max_input_chars})")
+        return self._max_tokens(params), self._stops(params), self._temperature(params)
+
+    def _max_tokens(self, params: Mapping[str, Any]) -> int:
+        wanted: Any = params.get("maxTokens")
+        if not (_real(wanted) and wanted > 0 and (isinstance(wanted, int) or wanted.is_integer())):
+            wanted = _DEFAULT_MAX_TOKENS
+        limit = self.max_tokens_limit
+        return int(wanted) if limit is None else int(min(wanted, limit))
+
+    def _stops(self, params: Mapping[str, Any]) -> list[str]:
+        stops = params.get("stopSequences")
+        if not isinstance(stops, list):
+            return []
+        if len(stops) > self.max_stop_sequences:
+            raise _refuse(f"sampling refused: {len(stops)} stop sequences, more than the "
+                          f"{self.max_stop_sequences} this client accepts (max_stop_sequences)")
+        kept = [stop for stop in stops if isinstance(stop, str)]
+        if any(len(stop) > self.max_stop_sequence_chars for stop in kept):
+            raise _refuse(f"sampling refused: a stop sequence is longer than {self.max_stop_sequence_chars} "
+                          f"characters (max_stop_sequence_chars)")
+        return kept
+
+    def _temperature(self, params: Mapping[str, Any]) -> float | None:
+        temperature = params.get("temperature")
+        if temperature is None:
+            return None
+        low, high = self.temperature_range
+        if not _real(temperature):
+            raise _refuse(f"sampling refused: temperature must be a number, not {type(temperature).__name__}")
+        if not low <= temperature <= high:
+            raise _refuse(f"sampling refused: temperature {_shown(temperature)} is outside "
+                          f"{low:g}..{high:g} (temperature_range)")
+        return float(temperature)
+
+    def spend(self) -> None:
+        """Take one provider call from the budget, or refuse: at most ``max_requests`` in any
+        ``per_seconds`` seconds. Refused requests cost nothing and are not counted."""
+        now = time.monotonic()
+        with self._lock:
+            while self._starts and now - self._starts[0] >= self.per_seconds:
+                self._starts.popleft()
+            if len(self._starts) >= self.max_requests:
+                raise _refuse(f"sampling refused: this client answers at most {self.max_requests} sampling "
+                              f"requests in {self.per_seconds:g} seconds (max_requests, per_seconds); "
+                              f"try again later", BUDGET_REFUSED)
+            self._starts.append(now)
+
+
 def openai_sampling(
     openai_client: Any,
     model: str,
     *,
     models: Sequence[str] = (),
-    max_tokens_limit: int | None = None,
+    max_tokens_limit: int | None = MAX_TOKENS_LIMIT,
+    max_stop_sequences: int = MAX_STOP_SEQUENCES,
+    max_stop_sequence_chars: int = MAX_STOP_SEQUENCE_CHARS,
+    max_input_chars: int = MAX_INPUT_CHARS,
+    temperature_range: tuple[float, float] = OPENAI_TEMPERATURES,
+    max_requests: int = MAX_REQUESTS,
+    per_seconds: float = PER_SECONDS,
     timeout: float | None = 120.0,
 ) -> SamplingHandler:
     """An ``on_sampling`` handler answering with OpenAI Chat Completions.
@@ -132,38 +290,61 @@ def openai_sampling(
     a local server). Each request maps to one ``chat.completions.create``: the
     messages (text, images, audio, tool use and results) in OpenAI's shapes, the
     ``systemPrompt`` as a system message, ``maxTokens`` as
-    ``max_completion_tokens`` (capped by ``max_tokens_limit``), ``stopSequences``
-    (the first 4), ``temperature``, and with ``sampling_tools=True`` the
-    request's tools and ``toolChoice``. ``modelPreferences.hints`` pick among
-    ``model`` and ``models`` (a hint is a substring of a name), else ``model``.
-    The answer comes back as a CreateMessageResult (tool calls as ``tool_use``
-    blocks, ``stopReason`` ``endTurn``/``maxTokens``/``toolUse``). ``timeout``
-    bounds each API request. Runs on the client's handler threads.
+    ``max_completion_tokens``, ``stopSequences`` (the first 4: the API takes no
+    more), ``temperature`` (``temperature_range`` 0..2), and with
+    ``sampling_tools=True`` the request's tools and ``toolChoice``.
+    ``modelPreferences.hints`` pick among ``model`` and ``models`` (a hint is a
+    substring of a name), else ``model``. The answer comes back as a
+    CreateMessageResult (tool calls as ``tool_use`` blocks, ``stopReason``
+    ``endTurn``/``maxTokens``/``toolUse``). ``timeout`` bounds each API request.
+    Runs on the client's handler threads.
+
+    What a server may spend is bounded, each bound a keyword (#28.5): ``maxTokens``
+    is clamped to ``max_tokens_limit`` (4096; ``None`` lifts it; 1024 when the
+    request has none); a request is refused when it has more than
+    ``max_stop_sequences`` (16) stop sequences or one longer than
+    ``max_stop_sequence_chars`` (256), a ``temperature`` outside
+    ``temperature_range`` (the provider's), or ``messages``, ``systemPrompt`` and
+    ``tools`` over ``max_input_chars`` (200,000 characters, base64 data
+    included); and at most ``max_requests`` (10) requests reach the provider in
+    any ``per_seconds`` (60) seconds, counted per handler (a request names no
+    call, so the budget is a window: a tool call that asks 60 times gets 10
+    answers, then refusals). A refusal answers the server with a JSON-RPC error
+    (code -32602, or -1 for the budget); in a modern server's ``input_required``
+    round the call raises InputRequiredError naming it. Checks take time linear
+    in the request at most. The options are checked here: a wrong type raises
+    TypeError, a value out of range ValueError.
 
     Example::
 
-        on_sampling = mcp_sync.llm.openai_sampling(openai.OpenAI(), model="gpt-4.1-mini")
+        on_sampling = mcp_sync.llm.openai_sampling(openai.OpenAI(), model="gpt-4.1-mini",
+                                                   max_tokens_limit=1000, max_requests=5)
         client = mcp_sync.Client.stdio("python", ["server.py"], on_sampling=on_sampling)
     """
+    bounds = _SamplingBounds(max_tokens_limit=max_tokens_limit, max_stop_sequences=max_stop_sequences,
+                             max_stop_sequence_chars=max_stop_sequence_chars, max_input_chars=max_input_chars,
+                             temperature_range=temperature_range, max_requests=max_requests,
+                             per_seconds=per_seconds)
 
     def on_sampling(params: dict[str, Any]) -> dict[str, Any]:
+        max_tokens, stops, temperature = bounds.check(params)
         messages: list[dict[str, Any]] = []
         if isinstance(params.get("systemPrompt"), str) and params["systemPrompt"]:
             messages.append({"role": "system", "content": params["systemPrompt"]})
         messages += _sampling_messages(params, "openai")
         request: dict[str, Any] = {"model": choose_model(params, model, models), "messages": messages,
-                                   "max_completion_tokens": _max_tokens(params, max_tokens_limit)}
-        stops = params.get("stopSequences")
-        if isinstance(stops, list) and stops:
-            request["stop"] = [s for s in stops if isinstance(s, str)][:_OPENAI_STOPS]
-        if isinstance(params.get("temperature"), (int, float)):
-            request["temperature"] = params["temperature"]
+                                   "max_completion_tokens": max_tokens}
+        if stops:
+            request["stop"] = stops[:_OPENAI_STOPS]
+        if temperature is not None:
+            request["temperature"] = temperature
         tools, names = _sampling_tools(params)
         if tools:
             request["tools"] = to_openai_tools(tools)
             mode = _tool_mode(params)
             if mode is not None:
                 request["tool_choice"] = mode
+        bounds.spend()
         response = _as_dict(openai_client.chat.completions.create(**request, timeout=timeout))
         choice = (response.get("choices") or [{}])[0]
         message = choice.get("message") or {}
@@ -191,7 +372,13 @@ def anthropic_sampling(
     model: str,
     *,
     models: Sequence[str] = (),
-    max_tokens_limit: int | None = None,
+    max_tokens_limit: int | None = MAX_TOKENS_LIMIT,
+    max_stop_sequences: int = MAX_STOP_SEQUENCES,
+    max_stop_sequence_chars: int = MAX_STOP_SEQUENCE_CHARS,
+    max_input_chars: int = MAX_INPUT_CHARS,
+    temperature_range: tuple[float, float] = ANTHROPIC_TEMPERATURES,
+    max_requests: int = MAX_REQUESTS,
+    per_seconds: float = PER_SECONDS,
     timeout: float | None = 120.0,
 ) -> SamplingHandler:
     """An ``on_sampling`` handler answering with the Anthropic Messages API.
@@ -199,37 +386,58 @@ def anthropic_sampling(
     ``anthropic_client`` is an ``anthropic.Anthropic()``. Each request maps to
     one ``messages.create``: the messages (text, images, documents, tool use and
     results) in Anthropic's shapes, ``systemPrompt`` as ``system``,
-    ``maxTokens`` as ``max_tokens`` (capped by ``max_tokens_limit``),
-    ``stopSequences``, ``temperature``, and with ``sampling_tools=True`` the
-    request's tools and ``toolChoice`` (``required`` is Anthropic's ``any``).
+    ``maxTokens`` as ``max_tokens``, ``stopSequences``, ``temperature``
+    (``temperature_range`` 0..1), and with ``sampling_tools=True`` the request's
+    tools and ``toolChoice`` (``required`` is Anthropic's ``any``).
     ``modelPreferences.hints`` pick among ``model`` and ``models``. The answer
     comes back as a CreateMessageResult (``stopReason`` ``endTurn``,
     ``stopSequence``, ``maxTokens`` or ``toolUse``). ``timeout`` bounds each API
     request. Runs on the client's handler threads.
 
+    What a server may spend is bounded, each bound a keyword (#28.5): ``maxTokens``
+    is clamped to ``max_tokens_limit`` (4096; ``None`` lifts it; 1024 when the
+    request has none); a request is refused when it has more than
+    ``max_stop_sequences`` (16) stop sequences or one longer than
+    ``max_stop_sequence_chars`` (256), a ``temperature`` outside
+    ``temperature_range`` (the provider's), or ``messages``, ``systemPrompt`` and
+    ``tools`` over ``max_input_chars`` (200,000 characters, base64 data
+    included); and at most ``max_requests`` (10) requests reach the provider in
+    any ``per_seconds`` (60) seconds, counted per handler (a request names no
+    call, so the budget is a window: a tool call that asks 60 times gets 10
+    answers, then refusals). A refusal answers the server with a JSON-RPC error
+    (code -32602, or -1 for the budget); in a modern server's ``input_required``
+    round the call raises InputRequiredError naming it. Checks take time linear
+    in the request at most. The options are checked here: a wrong type raises
+    TypeError, a value out of range ValueError.
+
     Example::
 
-        on_sampling = mcp_sync.llm.anthropic_sampling(anthropic.Anthropic(), model="claude-sonnet-4-5")
+        on_sampling = mcp_sync.llm.anthropic_sampling(anthropic.Anthropic(), model="claude-sonnet-4-5",
+                                                      max_tokens_limit=1000, max_requests=5)
         client = mcp_sync.Client.stdio("python", ["server.py"], on_sampling=on_sampling)
     """
+    bounds = _SamplingBounds(max_tokens_limit=max_tokens_limit, max_stop_sequences=max_stop_sequences,
+                             max_stop_sequence_chars=max_stop_sequence_chars, max_input_chars=max_input_chars,
+                             temperature_range=temperature_range, max_requests=max_requests,
+                             per_seconds=per_seconds)
 
     def on_sampling(params: dict[str, Any]) -> dict[str, Any]:
-        request: dict[str, Any] = {"model": choose_model(params, model, models),
-                                   "max_tokens": _max_tokens(params, max_tokens_limit),
+        max_tokens, stops, temperature = bounds.check(params)
+        request: dict[str, Any] = {"model": choose_model(params, model, models), "max_tokens": max_tokens,
                                    "messages": _sampling_messages(params, "anthropic")}
         if isinstance(params.get("systemPrompt"), str) and params["systemPrompt"]:
             request["system"] = params["systemPrompt"]
-        stops = params.get("stopSequences")
-        if isinstance(stops, list) and stops:
-            request["stop_sequences"] = [s for s in stops if isinstance(s, str)]
-        if isinstance(params.get("temperature"), (int, float)):  # in the body: recent SDKs have no parameter
-            request["extra_body"] = {"temperature": params["temperature"]}
+        if stops:
+            request["stop_sequences"] = stops
+        if temperature is not None:  # in the body: recent SDKs have no parameter
+            request["extra_body"] = {"temperature": temperature}
         tools, names = _sampling_tools(params)
         if tools:
             request["tools"] = to_anthropic_tools(tools)
             mode = _tool_mode(params)
             if mode is not None:
                 request["tool_choice"] = {"type": {"required": "any"}.get(mode, mode)}
+        bounds.spend()
         response = _as_dict(anthropic_client.messages.create(**request, timeout=timeout))
         blocks: list[dict[str, Any]] = []
         for block in response.get("content") or []:
@@ -246,12 +454,6 @@ def anthropic_sampling(
         return _result(str(response.get("model") or request["model"]), blocks, stop, bool(tools))
 
     return on_sampling
-
-
-def _max_tokens(params: Mapping[str, Any], limit: int | None) -> int:
-    wanted = params.get("maxTokens")
-    tokens = wanted if isinstance(wanted, int) and not isinstance(wanted, bool) and wanted > 0 else 1024
-    return min(tokens, limit) if limit is not None else tokens
 
 
 # -- framework tools ------------------------------------------------------------------------------
