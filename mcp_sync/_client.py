@@ -525,7 +525,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
             )
         if typed:
             what = f"tool {tool_name!r}: the structured content"
-            return build_result(output_type, result.structured_content, result.data, what=what)
+            return build_result(output_type, result.structured_content, result.data, what=what, seconds=bound)
         return result  # type: ignore[return-value]  # ResultT is CallToolResult here
 
     def read_resource(

@@ -23,6 +23,8 @@ value, makes :func:`compile_subset` return None, and the caller uses ``jsonschem
 from __future__ import annotations
 
 import math
+import threading
+import time
 from typing import Any, Callable, Mapping
 
 Check = Callable[[Any], bool]
@@ -42,6 +44,30 @@ _DIALECTS = frozenset(
 )
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment", "format", "$schema", "$id"})
 _MAX_DEPTH = 32  # deeper schemas go to jsonschema (it recurses as well)
+
+
+class CheckTooLong(Exception):
+    """A check ran out of its steps or its time (see ``_schemas.CHECK_STEPS``, ``CHECK_SECONDS``)."""
+
+
+class _Budget(threading.local):
+    """The running check's steps left and deadline (``time.monotonic()``), per thread: each walk
+    sets its own and restores what was there. On the ground floor, so that the typed builder
+    (:mod:`._typed`) keeps the call's timeout the way the schema check (:mod:`._schemas`) does."""
+
+    steps = 200_000  # _schemas.CHECK_STEPS, which every check sets
+    deadline = float("inf")
+
+
+_BUDGET = _Budget()
+
+
+def _tick() -> None:
+    budget = _BUDGET
+    budget.steps -= 1
+    # the clock is read every 64 steps: cheap, and one step is short (linear in its own data)
+    if budget.steps < 0 or (budget.steps & 63 == 0 and time.monotonic() > budget.deadline):
+        raise CheckTooLong
 
 
 # Values are JSON (parsed, or checked before sending), so these few types are all there is.

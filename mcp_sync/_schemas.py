@@ -45,7 +45,7 @@ import time
 import warnings
 from typing import Any, Callable, Iterable, Iterator, Mapping, Union
 
-from ._schema_subset import compile_subset
+from ._schema_subset import _BUDGET, CheckTooLong, _tick, compile_subset
 from .exceptions import InvalidArguments, MCPError, ProtocolError
 from .models import CallToolResult, Tool
 
@@ -172,26 +172,6 @@ def _compile(schema: Mapping[str, Any]) -> Any:
     # unevaluatedProperties would judge depend on patterns, which are never run.
     has_pattern_keys = '"patternProperties"' in json.dumps(schema, default=repr)
     return _bounded_class(cls, has_pattern_keys)(dict(schema), registry=registry)
-
-
-class CheckTooLong(Exception):
-    """A check ran out of its steps or its time (see :data:`CHECK_STEPS`, :data:`CHECK_SECONDS`)."""
-
-
-class _Budget(threading.local):
-    steps = CHECK_STEPS
-    deadline = float("inf")
-
-
-_BUDGET = _Budget()
-
-
-def _tick() -> None:
-    budget = _BUDGET
-    budget.steps -= 1
-    # the clock is read every 64 steps: cheap, and one step is short (linear in its own data)
-    if budget.steps < 0 or (budget.steps & 63 == 0 and time.monotonic() > budget.deadline):
-        raise CheckTooLong
 
 
 _CLASSES: dict[tuple[Any, bool], Any] = {}

@@ -4,8 +4,9 @@
 the caller names, checking each field against its annotation on the way: a missing field or a
 value of the wrong type raises :class:`~mcp_sync.ProtocolError` naming the field's path
 (``field 'forecast[2].temp': expected float, got str``). Fields the type does not name are
-ignored (servers may add fields). Time is linear in the size of the value for a given type; the
-nesting walked is bounded by :data:`MAX_DEPTH`.
+ignored (servers may add fields). Time is linear in the size of the value for a given type (each
+node is built at most once per class: see :func:`_fields`), and bounded by the call's timeout like
+the schema check (``seconds``); the nesting walked is bounded by :data:`MAX_DEPTH`.
 
 Understood annotations: the classes above (nested too), pydantic models (``model_validate``),
 ``int``, ``float`` (an int is taken), ``str``, ``bool``, ``None``, ``Any``, ``list[X]``,
@@ -22,11 +23,13 @@ import dataclasses
 import enum
 import functools
 import sys
+import time
 import typing
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
+from ._schema_subset import _BUDGET, CheckTooLong, _tick
 from .exceptions import ProtocolError
 
 T = TypeVar("T")
@@ -63,8 +66,25 @@ class _Mismatch(Exception):
         self.path, self.problem = path, problem
 
 
-def build(output_type: type[T], value: Any, *, what: str = "the structured content") -> T:
+class _Refused(typing.NamedTuple):
+    """A class a node did not fit, remembered (see :func:`_fields`)."""
+
+    path: str
+    problem: str
+
+
+#: The classes built so far below a union (see :func:`_fields`): (id(node), depth, path, class) ->
+#: the instance, or _Refused. None where no union is above: there nothing is built twice.
+_Memo = dict[tuple[int, int, str, Any], Any]
+_UNSEEN = object()
+
+
+def build(output_type: type[T], value: Any, *, what: str = "the structured content",
+          seconds: float | None = None) -> T:
     """``value`` (JSON) as an ``output_type`` instance; ProtocolError naming the field that does not fit.
+
+    ``seconds`` bounds the time (the call's timeout, as for the schema check; None: no bound, the
+    work being linear in the value): past it, ProtocolError saying the value was not built in time.
 
     Example::
 
@@ -75,31 +95,54 @@ def build(output_type: type[T], value: Any, *, what: str = "the structured conte
 
         build(Weather, {"city": "Oslo", "temp": 3})   # Weather(city='Oslo', temp=3.0)
     """
+    return _build(output_type, value, what, seconds, _deadline(seconds))
+
+
+def build_result(output_type: type[T], structured: Any, data: Any, *, what: str, seconds: float | None = None) -> T:
+    """``output_type`` built from a tool's ``data`` (its unwrapped structured content), else from the
+    structured content itself (a type whose one field is named ``result``): see :func:`build`.
+    ``seconds`` bounds both attempts together."""
+    deadline = _deadline(seconds)
+    try:
+        return _build(output_type, data, what, seconds, deadline)
+    except ProtocolError:
+        if structured is data:
+            raise
+        try:
+            return _build(output_type, structured, what, seconds, deadline)
+        except ProtocolError:
+            pass
+        raise
+
+
+def _deadline(seconds: float | None) -> float:
+    return float("inf") if seconds is None else time.monotonic() + seconds
+
+
+def _build(output_type: type[T], value: Any, what: str, seconds: float | None, deadline: float) -> T:
+    """:func:`build` by a ``deadline`` (``time.monotonic()``), kept by the schema check's budget
+    (``_tick``, once per object or array walked; the clock read every 64). Its step bound
+    is lifted here (the work is linear, and a large value must still build); the previous budget is
+    restored after."""
     if value is None and not _accepts_none(output_type):
         raise ProtocolError(f"{what} is missing: there is nothing to build a {_type_name(output_type)} from")
+    saved = _BUDGET.steps, _BUDGET.deadline
+    _BUDGET.steps, _BUDGET.deadline = sys.maxsize, deadline
     try:
-        result: T = _convert(output_type, value, "", 0)
+        result: T = _convert(output_type, value, "", 0, None)
     except _Mismatch as exc:
         where = f"field {exc.path!r}" if exc.path else "the value"
         raise ProtocolError(
             f"{what} does not fit {_type_name(output_type)}: {where}: {exc.problem}"
         ) from None
+    except CheckTooLong:
+        raise ProtocolError(
+            f"{what} was not built as {_type_name(output_type)}: building it ran past the call's timeout "
+            f"({seconds:g} s)"
+        ) from None
+    finally:
+        _BUDGET.steps, _BUDGET.deadline = saved
     return result
-
-
-def build_result(output_type: type[T], structured: Any, data: Any, *, what: str) -> T:
-    """``output_type`` built from a tool's ``data`` (its unwrapped structured content), else from the
-    structured content itself (a type whose one field is named ``result``): see :func:`build`."""
-    try:
-        return build(output_type, data, what=what)
-    except ProtocolError:
-        if structured is data:
-            raise
-        try:
-            return build(output_type, structured, what=what)
-        except ProtocolError:
-            pass
-        raise
 
 
 def _type_name(tp: Any) -> str:
@@ -150,7 +193,7 @@ def _hints(tp: Any) -> dict[str, Any]:
         raise TypeError(f"the type hints of {_type_name(tp)} do not resolve: {exc}") from exc
 
 
-def _convert(tp: Any, value: Any, path: str, depth: int) -> Any:
+def _convert(tp: Any, value: Any, path: str, depth: int, memo: _Memo | None) -> Any:
     if depth > MAX_DEPTH:
         raise _Mismatch(path, f"nested more than {MAX_DEPTH} levels deep")
     if tp is Any or tp is object:
@@ -161,16 +204,18 @@ def _convert(tp: Any, value: Any, path: str, depth: int) -> Any:
         return None
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is typing.Annotated:
-        return _convert(args[0], value, path, depth)
+        return _convert(args[0], value, path, depth, memo)
     if origin in _UNION_TYPES:
         if value is None and _NONE in args:
             return None
+        if memo is None and len(args) - (_NONE in args) > 1 and _nests(value):
+            memo = {}  # its members may each build what is below: from here on each node is built once
         first: _Mismatch | None = None
         for member in args:
             if member is _NONE:
                 continue
             try:
-                return _convert(member, value, path, depth)
+                return _convert(member, value, path, depth, memo)
             except _Mismatch as exc:
                 first = first or exc
         assert first is not None
@@ -180,13 +225,13 @@ def _convert(tp: Any, value: Any, path: str, depth: int) -> Any:
             return value
         raise _Mismatch(path, f"expected one of {list(args)!r}, got {_short(value)}")
     if origin in _SEQUENCES or tp in _SEQUENCES:
-        return _sequence(origin or tp, args, value, path, depth)
+        return _sequence(origin or tp, args, value, path, depth, memo)
     if origin in _MAPPINGS or tp in _MAPPINGS:
-        return _mapping(args, value, path, depth)
+        return _mapping(args, value, path, depth, memo)
     if origin is not None and _has_fields(origin):  # a generic class with its type arguments: Page[Item]
-        return _fields(_plan(tp), value, path, depth)
+        return _fields(tp, value, path, depth, memo)
     if origin is not None:  # some other generic (Sequence[X], ...): its plain class decides
-        return _convert(origin, value, path, depth)
+        return _convert(origin, value, path, depth, memo)
     if tp is bool:
         if not isinstance(value, bool):
             raise _Mismatch(path, f"expected boolean, got {_kind(value)}")
@@ -209,7 +254,7 @@ def _convert(tp: Any, value: Any, path: str, depth: int) -> Any:
         except ValueError:
             raise _Mismatch(path, f"expected one of {[m.value for m in tp]!r}, got {_short(value)}") from None
     if _has_fields(tp):
-        return _fields(_plan(tp), value, path, depth)
+        return _fields(tp, value, path, depth, memo)
     validate = getattr(tp, "model_validate", None)
     if isinstance(tp, type) and callable(validate):  # a pydantic model
         try:
@@ -226,29 +271,38 @@ def _convert(tp: Any, value: Any, path: str, depth: int) -> Any:
     raise TypeError(f"output_type: cannot build a value of {tp!r}")
 
 
+def _nests(value: Any) -> bool:
+    """Whether ``value`` holds an object or array: only then can trying several members build
+    anything twice (a union of classes over flat objects, the common case, keeps no memo)."""
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return any(isinstance(item, (dict, list)) for item in items)
+
+
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _sequence(kind: Any, args: tuple[Any, ...], value: Any, path: str, depth: int) -> Any:
+def _sequence(kind: Any, args: tuple[Any, ...], value: Any, path: str, depth: int, memo: _Memo | None) -> Any:
     if not isinstance(value, list):
         raise _Mismatch(path, f"expected array, got {_kind(value)}")
+    _tick()  # the call's deadline, once per array or object walked (CheckTooLong past it)
     if kind is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
         if len(value) != len(args):
             raise _Mismatch(path, f"expected {len(args)} items, got {len(value)}")
-        return tuple(_convert(item_type, item, _join(path, i), depth + 1)
+        return tuple(_convert(item_type, item, _join(path, i), depth + 1, memo)
                      for i, (item_type, item) in enumerate(zip(args, value)))
     item_type = args[0] if args else Any
-    items = [_convert(item_type, item, _join(path, i), depth + 1) for i, item in enumerate(value)]
+    items = [_convert(item_type, item, _join(path, i), depth + 1, memo) for i, item in enumerate(value)]
     return kind(items) if kind in (tuple, set, frozenset) else items
 
 
-def _mapping(args: tuple[Any, ...], value: Any, path: str, depth: int) -> dict[str, Any]:
+def _mapping(args: tuple[Any, ...], value: Any, path: str, depth: int, memo: _Memo | None) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise _Mismatch(path, f"expected object, got {_kind(value)}")
+    _tick()
     value_type = args[1] if len(args) == 2 else Any
-    return {key: _convert(value_type, item, _join(path, key), depth + 1) for key, item in value.items()}
+    return {key: _convert(value_type, item, _join(path, key), depth + 1, memo) for key, item in value.items()}
 
 
 @attrs.frozen
@@ -304,14 +358,39 @@ def _plan(tp: Any) -> _Plan:
     ))
 
 
-def _fields(plan: _Plan, value: Any, path: str, depth: int) -> Any:
+def _fields(tp: Any, value: Any, path: str, depth: int, memo: _Memo | None) -> Any:
+    """``value`` as the class ``tp`` (a TypedDict, dataclass or attrs class, or a generic one with its
+    type arguments), built once per node and class below a union (#28.4): a union tries its members
+    in turn, and a member refused late (its ``kind`` read after its ``children``) had built the
+    node's whole subtree first, so a parent retried per member rebuilt it per member, at every
+    level: exponential in the depth. Remembered in ``memo``, a node costs at most one build per
+    class, whoever asks. The key holds the node's path and depth besides its id: a node shared by
+    two places (a Python value, never parsed JSON) is still built, and refused, with each place's
+    own path. Without a union above (``memo`` None) nothing is built twice, and nothing is kept."""
     if not isinstance(value, dict):
         raise _Mismatch(path, f"expected object, got {_kind(value)}")
+    if memo is not None:
+        key = (id(value), depth, path, tp)
+        found = memo.get(key, _UNSEEN)
+        if found is not _UNSEEN:
+            if isinstance(found, _Refused):
+                raise _Mismatch(found.path, found.problem)
+            return found
+    _tick()
+    plan = _plan(tp)
     built: dict[str, Any] = {}
-    for name, hint, required, keyword in plan.fields:
-        if name not in value:
-            if required:
-                raise _Mismatch(_join(path, name), "missing")
-            continue
-        built[keyword] = _convert(hint, value[name], _join(path, name), depth + 1)
-    return plan.make(**built)
+    try:
+        for name, hint, required, keyword in plan.fields:
+            if name not in value:
+                if required:
+                    raise _Mismatch(_join(path, name), "missing")
+                continue
+            built[keyword] = _convert(hint, value[name], _join(path, name), depth + 1, memo)
+    except _Mismatch as exc:
+        if memo is not None:
+            memo[key] = _Refused(exc.path, exc.problem)  # not the exception: its traceback holds every frame
+        raise
+    result = plan.make(**built)
+    if memo is not None:
+        memo[key] = result
+    return result
