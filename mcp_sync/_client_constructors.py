@@ -256,7 +256,7 @@ class ClientConstructors:
             HttpTransport, "Client.http", url, session=session, verify=verify, cert=cert, proxies=proxies,
             connect_timeout=connect_timeout, max_retries=max_retries,
         )
-        check_request_headers(headers, "Client.http")  # now, not at the first request
+        check_request_headers(headers, "Client.http", none_leaves_out=True)  # now, not at the first request
         return _with_recipe("http", recipe, cls(
             lambda: HttpTransport(url, headers=headers, auth=auth, max_message_bytes=max_message_bytes,
                                   **transport_options),
@@ -324,7 +324,7 @@ class ClientConstructors:
             SseTransport, "Client.sse", url, session=session, verify=verify, cert=cert, proxies=proxies,
             connect_timeout=connect_timeout, max_retries=max_retries,
         )
-        check_request_headers(headers, "Client.sse")  # now, not at the first request
+        check_request_headers(headers, "Client.sse", none_leaves_out=True)  # now, not at the first request
         return _with_recipe("sse", recipe, cls(
             lambda: SseTransport(url, headers=headers, auth=auth, max_message_bytes=max_message_bytes,
                                  **transport_options),

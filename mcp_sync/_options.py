@@ -181,18 +181,20 @@ def call_options(
     )
 
 
-def check_request_headers(headers: Any, label: str) -> dict[str, str] | None:
+def check_request_headers(headers: Any, label: str, *, none_leaves_out: bool = False) -> dict[str, str] | None:
     """Caller's HTTP headers (per request, a view's, a client's): a dict of header names to values
     that can go on the wire (:func:`~._headers.header_problem`); TypeError / ValueError naming the
-    header, never its value. ``Authorization`` is spelled one way in what it returns, so the
-    transport finds a caller's own credential with one lookup."""
+    header, never its value. ``none_leaves_out`` (a client's own headers): a value of None is
+    allowed, and keeps a header of the caller's ``requests.Session`` off the requests, as in
+    ``requests``. ``Authorization`` is spelled one way in what it returns, so the transport finds a
+    caller's own credential with one lookup."""
     if headers is None:
         return None
     if not isinstance(headers, Mapping):
         raise TypeError(f"{label}: headers must be a dict of names to values, not {type(headers).__name__}")
     checked: dict[str, str] = {}
     for name, value in headers.items():
-        problem = header_problem(name, value)
+        problem = header_problem(name, "" if value is None and none_leaves_out else value)
         if problem is not None:
             error = TypeError if problem.startswith("must map") else ValueError
             raise error(f"{label}: header {name!r:.60} {problem}")

@@ -61,7 +61,7 @@ def test_an_http_date_retry_after_becomes_seconds() -> None:
     assert 100 < caught.value.retry_after <= 121
 
 
-@pytest.mark.parametrize("retry_after", ["315360000", "9" * 40, "far future date"])
+@pytest.mark.parametrize("retry_after", ["315360000", "999999999", "far future date"])
 def test_the_retry_hint_handed_on_is_at_most_an_hour(retry_after: str) -> None:
     """#28.6: a date ten years ahead (or delay-seconds as large) is handed on as one hour, the
     most ServerUnavailable.retry_after says: an application sleeping on it must not sleep years."""

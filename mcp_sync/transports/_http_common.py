@@ -530,7 +530,7 @@ class HttpBase(BaseTransport):
         self.url = url
         self.safe_url = redact_url(url)  # what messages, logs and reprs show
         self.target = _target_of(url)
-        self.headers = check_request_headers(headers, type(self).__name__) or {}
+        self.headers = check_request_headers(headers, type(self).__name__, none_leaves_out=True) or {}
         self.auth = auth
         self.max_message_bytes = max_message_bytes
         self.connect_timeout = connect_timeout
@@ -939,11 +939,11 @@ def _connect_failure(exc: BaseException) -> bool:
 
 
 def _retry_after_delay(value: str) -> float | None:
-    """A Retry-After value in seconds from now: delay-seconds (ASCII digits; more than nine of
-    them is inf) or an HTTP date (one in the past is 0); None when unreadable."""
+    """A Retry-After value in seconds from now: delay-seconds (ASCII digits; ten or more are inf)
+    or an HTTP date (one in the past is 0); None when unreadable."""
     value = value.strip()
     if value.isascii() and value.isdigit():
-        return float(value) if len(value) <= 9 else float("inf")
+        return float(value) if len(value) <= 9 else math.inf
     try:
         delay = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
     except (TypeError, ValueError, OverflowError, IndexError, OSError):
@@ -958,7 +958,9 @@ def retry_after_seconds(response: requests.Response) -> float | None:
     to park a thread for ten years because a server said so."""
     value = response.headers.get("Retry-After")
     delay = None if value is None else _retry_after_delay(value)
-    return None if delay is None else min(delay, RETRY_AFTER_HINT_CAP)
+    if delay is None or delay == math.inf:  # ten digits or more: not a delay anyone means
+        return None
+    return min(delay, RETRY_AFTER_HINT_CAP)
 
 
 def _retry_after(response: requests.Response, default: float) -> float | None:
