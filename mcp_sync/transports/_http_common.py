@@ -292,11 +292,15 @@ class Slot:
             self.sock = sock
 
     def abort(self) -> None:
-        with self.lock:  # held while shutting down, so finish() cannot hand the socket back meanwhile
+        # Held while shutting down, so that the connection cannot go back to the pool meanwhile
+        # (release() takes this lock too): what this shuts down is this exchange's alone.
+        with self.lock:
             self.aborted = True
             self.wake.set()
             if self.conn is not None and getattr(self.conn, "_mcp_sync_slot", None) is not self:
-                return  # the connection went back to the pool and serves another exchange now
+                return  # defence in depth: release() already took the connection from this slot
+            if self.conn is not None:  # release() closes it instead of pooling a shut-down socket
+                self.conn._mcp_sync_shut = True
             # The connection's socket while it has one (for TLS, the wrapped socket: wrapping
             # detached the raw one we saw connect), and the one we kept, for a connect still
             # in progress or a close-delimited response that http.client let go of.
@@ -305,6 +309,39 @@ class Slot:
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
+
+    def release(self, conn: Any) -> bool:
+        """``conn`` is going back to the pool (the pool calls this): from now on it may serve
+        another exchange, so this slot lets go of it, and a later abort of this exchange
+        leaves it alone. urllib3 hands a connection back the moment its body has been read,
+        before this exchange has finished (a cancel or a deadline can still come after the
+        answer): an abort that shut the socket down then would cut the next request sent on
+        it, which urllib3's dropped-connection check, made before that, lets through.
+
+        True when an abort of this exchange shut the connection's socket down: it must be
+        closed, not pooled, so that no request is ever sent on it (urllib3's check would
+        catch most such sockets, but not one shut down after it looked)."""
+        with self.lock:
+            if getattr(conn, "_mcp_sync_slot", None) is self:
+                conn._mcp_sync_slot = None
+            if self.conn is conn:
+                self.conn = None
+                self.sock = None  # this connection's (a socket http.client let go of is at its end too)
+            shut: bool = conn.__dict__.pop("_mcp_sync_shut", False)
+            return shut
+
+    def set_socket_timeout(self, seconds: float) -> bool:
+        """Set this exchange's socket's timeout, if it still holds one (False otherwise): once the
+        connection went back to the pool its socket is another exchange's to time."""
+        with self.lock:
+            sock = self.sock
+            if sock is None or self.aborted:
+                return False
+            try:
+                sock.settimeout(seconds)
+            except OSError:
+                return False
+            return True
 
     def finish(self) -> None:
         """The exchange is over: a later abort must not touch the (pooled) connection."""
@@ -451,11 +488,24 @@ class _TrackedHTTPSConnection(_Tracking, HTTPSConnection):
     pass
 
 
-class _TrackedPool(HTTPConnectionPool):
+class _Releasing:
+    """Mixed into urllib3's pools: a connection going back to the pool is first taken from the
+    exchange that used it (:meth:`Slot.release`), under that exchange's lock, so that an abort
+    of that exchange can no longer reach it; one whose socket such an abort shut down is
+    closed (the pool reconnects it on its next use) instead of being handed out again."""
+
+    def _put_conn(self, conn: Any) -> None:
+        slot: Slot | None = getattr(conn, "_mcp_sync_slot", None) if conn is not None else None
+        if slot is not None and slot.release(conn):
+            conn.close()
+        super()._put_conn(conn)  # type: ignore[misc]
+
+
+class _TrackedPool(_Releasing, HTTPConnectionPool):
     ConnectionCls = _TrackedHTTPConnection
 
 
-class _TrackedHTTPSPool(HTTPSConnectionPool):
+class _TrackedHTTPSPool(_Releasing, HTTPSConnectionPool):
     ConnectionCls = _TrackedHTTPSConnection
 
 

@@ -528,14 +528,11 @@ class HttpTransport(LegacySession):
         which saves a connect per call. A server that keeps streams open costs one
         wait and is not waited for again. False when there is nothing to wait on.
         """
-        sock = slot.sock
-        if not self._linger or sock is None:
+        if not self._linger:
             return False
-        try:
-            sock.settimeout(STREAM_END_WAIT)  # urllib3 sets its own timeout again on the next request
-        except OSError:
-            return False
-        return True
+        # Through the slot, under its lock: when the stream's end was read with the answer, the
+        # connection is back in the pool already, and its socket another request's to time.
+        return slot.set_socket_timeout(STREAM_END_WAIT)  # urllib3 sets its own again on the next request
 
     def _deliver_text(self, text: str, request_id: Any, method: str | None) -> bool:
         try:
