@@ -46,8 +46,13 @@ _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comme
 _MAX_DEPTH = 32  # deeper schemas go to jsonschema (it recurses as well)
 
 
+#: The most steps (keyword evaluations) one schema check takes (see ``_schemas``); here so that
+#: the budget below, which the typed builder shares, has its default from the same number.
+CHECK_STEPS = 200_000
+
+
 class CheckTooLong(Exception):
-    """A check ran out of its steps or its time (see ``_schemas.CHECK_STEPS``, ``CHECK_SECONDS``)."""
+    """A check ran out of its steps or its time (see :data:`CHECK_STEPS`, ``_schemas.CHECK_SECONDS``)."""
 
 
 class _Budget(threading.local):
@@ -55,7 +60,7 @@ class _Budget(threading.local):
     sets its own and restores what was there. On the ground floor, so that the typed builder
     (:mod:`._typed`) keeps the call's timeout the way the schema check (:mod:`._schemas`) does."""
 
-    steps = 200_000  # _schemas.CHECK_STEPS, which every check sets
+    steps = CHECK_STEPS  # every check sets its own
     deadline = float("inf")
 
 

@@ -45,7 +45,7 @@ import time
 import warnings
 from typing import Any, Callable, Iterable, Iterator, Mapping, Union
 
-from ._schema_subset import _BUDGET, CheckTooLong, _tick, compile_subset
+from ._schema_subset import _BUDGET, CHECK_STEPS, CheckTooLong, _tick, compile_subset
 from .exceptions import InvalidArguments, MCPError, ProtocolError
 from .models import CallToolResult, Tool
 
@@ -56,8 +56,8 @@ OUTPUT_MODES = ("warn", "strict", False)
 OutputMode = Union[str, bool]
 _CACHE_SIZE = 256  # compiled validators kept (least recently used dropped first)
 _DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
-#: The most keyword evaluations one check may make before it gives up (the value then passes, with a warning).
-CHECK_STEPS = 200_000
+# CHECK_STEPS (imported above, 200,000): the most keyword evaluations one check may make before it
+# gives up (the value then passes, with a warning); defined with the budget it fills.
 #: The most seconds one check may take (less when the client's timeout is shorter), likewise.
 CHECK_SECONDS = 2.0
 _MAX_ERRORS = 50  # errors collected to explain one failure: enough to pick the best, bounded
