@@ -394,21 +394,9 @@ def anthropic_sampling(
     ``stopSequence``, ``maxTokens`` or ``toolUse``). ``timeout`` bounds each API
     request. Runs on the client's handler threads.
 
-    What a server may spend is bounded, each bound a keyword (#28.5): ``maxTokens``
-    is clamped to ``max_tokens_limit`` (4096; ``None`` lifts it; 1024 when the
-    request has none); a request is refused when it has more than
-    ``max_stop_sequences`` (16) stop sequences or one longer than
-    ``max_stop_sequence_chars`` (256), a ``temperature`` outside
-    ``temperature_range`` (the provider's), or ``messages``, ``systemPrompt`` and
-    ``tools`` over ``max_input_chars`` (200,000 characters, base64 data
-    included); and at most ``max_requests`` (10) requests reach the provider in
-    any ``per_seconds`` (60) seconds, counted per handler (a request names no
-    call, so the budget is a window: a tool call that asks 60 times gets 10
-    answers, then refusals). A refusal answers the server with a JSON-RPC error
-    (code -32602, or -1 for the budget); in a modern server's ``input_required``
-    round the call raises InputRequiredError naming it. Checks take time linear
-    in the request at most. The options are checked here: a wrong type raises
-    TypeError, a value out of range ValueError.
+    What a server may spend is bounded by the same keywords, defaults and
+    refusals as :func:`openai_sampling` (there in full), with
+    ``temperature_range`` Anthropic's 0..1.
 
     Example::
 
