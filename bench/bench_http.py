@@ -52,7 +52,6 @@ import json
 import os
 import resource
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -65,6 +64,9 @@ from _workers import TAG_VAR, Clock, median_of, ratio_row, sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = str(ROOT / "tests" / "servers" / "sdk_server.py")
+sys.path.insert(0, str(ROOT / "tests" / "servers"))
+import listening  # noqa: E402  (starts a server on port 0 and reads the port it got)
+
 sys.path.insert(0, str(ROOT))  # the workers measure this checkout's mcp_sync, installed or not
 WARMUP = 50
 TOOL = "echo"
@@ -128,35 +130,11 @@ class Timing(NamedTuple):
 # -- worker side: one server, one variant, in this (fresh) process ---------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start_server() -> tuple[subprocess.Popen[bytes], str]:
-    """A fresh SDK server on a free port, ready to answer; its URL."""
-    port = free_port()
-    env = {**os.environ, TAG_VAR: os.environ.get(TAG_VAR, "untagged")}
-    proc = subprocess.Popen(
-        [sys.executable, SERVER, "http", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + SERVER_READY_TIMEOUT
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the server exited with {proc.returncode}")
-        with socket.socket() as s:
-            s.settimeout(0.2)
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return proc, f"http://127.0.0.1:{port}/mcp"
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"the server did not listen within {SERVER_READY_TIMEOUT:.0f} s")
-        time.sleep(0.05)
+    """A fresh SDK server on a port of the kernel's choosing, ready to answer; its URL."""
+    env = {TAG_VAR: os.environ.get(TAG_VAR, "untagged")}
+    server = listening.start([sys.executable, SERVER, "http"], env, SERVER_READY_TIMEOUT)
+    return server.proc, f"http://127.0.0.1:{server.port}/mcp"
 
 
 def stop_server(proc: subprocess.Popen[bytes]) -> None:

@@ -14,11 +14,8 @@ Run (from the repository root; about half a minute)::
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from types import FrameType
 from typing import Any, Callable, Optional
@@ -26,6 +23,9 @@ from typing import Any, Callable, Optional
 import mcp_sync
 
 SDK_SERVER = Path(__file__).resolve().parent.parent / "tests" / "servers" / "sdk_server.py"
+sys.path.insert(0, str(SDK_SERVER.parent))
+import listening  # noqa: E402  (starts a server on port 0 and reads the port it got)
+
 Tracer = Callable[[FrameType, str, Any], Optional["Tracer"]]
 _count = [0]
 
@@ -54,30 +54,16 @@ def bytecodes(url: str, mode: str, calls: int) -> int:
 
 
 def main() -> None:
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    listener.close()  # the server binds it next (a bench, not a test: a lost race just fails the run)
-    server = subprocess.Popen([sys.executable, str(SDK_SERVER), "http", "--port", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    started = listening.start([sys.executable, str(SDK_SERVER), "http"])
+    server, port = started.proc, started.port
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise SystemExit("the SDK server did not start") from None
-                time.sleep(0.1)
         url = f"http://127.0.0.1:{port}/mcp"
         print(f"mcp_sync from {Path(mcp_sync.__file__).parent}")
         print("| bytecodes per HTTP call | modern | legacy |\n|---|---:|---:|")
         counts = [(bytecodes(url, mode, 120) - bytecodes(url, mode, 20)) // 100 for mode in ("modern", "legacy")]
         print(f"| call_tool(\"echo\") | {counts[0]:,} | {counts[1]:,} |")
     finally:
-        server.terminate()
-        server.wait(10)
+        listening.stop(server)
 
 
 if __name__ == "__main__":

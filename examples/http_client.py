@@ -4,29 +4,27 @@ Run: pip install -e '.[test]' && python examples/http_client.py
 (it starts the official Python SDK's server from tests/servers/sdk_server.py on a local port)
 """
 
-import socket
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
 import mcp_sync
 
 SERVER = Path(__file__).resolve().parent.parent / "tests" / "servers" / "sdk_server.py"
 
-with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-server = subprocess.Popen(
-    [sys.executable, str(SERVER), "http", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+server = subprocess.Popen(  # without --port it binds a free port, and says which on stderr
+    [sys.executable, str(SERVER), "http"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
 )
-url = f"http://127.0.0.1:{port}/mcp"
 try:
-    for _ in range(100):  # wait (at most 10 s) for the server to listen
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.1)
+    assert server.stderr is not None
+    line = b""
+    while not line.startswith(b"LISTENING "):  # its first lines may be log lines
+        line = server.stderr.readline()
+        if not line:
+            raise SystemExit("the example server did not start")
+    url = f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+    threading.Thread(target=server.stderr.read, daemon=True).start()  # keep its log from filling the pipe
     for mode in ("auto", "legacy"):  # auto finds the modern era; legacy forces the initialize handshake
         with mcp_sync.Client.http(url, mode=mode, headers={"X-Example": "yes"}) as client:
             print(f"{mode}: {client.era} {client.protocol_version}")

@@ -19,6 +19,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = Path(__file__).resolve().parent / "servers"
+sys.path.insert(0, str(SERVERS))  # listening.py, beside the servers it starts
+import listening  # noqa: E402
+
 SDK_SERVER = str(SERVERS / "sdk_server.py")
 FAULT_SERVER = str(SERVERS / "fault_server.py")
 EVERYTHING_VERSION = "2026.8.31"
@@ -62,68 +65,78 @@ def everything_js() -> Path:
     return _install_everything()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+@contextlib.contextmanager
+def running_server(cmd: list[str], env: dict[str, str] | None = None, ready_timeout: float = 30.0
+                   ) -> Iterator[listening.Started]:
+    """Start an HTTP server told to bind port 0 (it says the port it got: tests/servers/listening.py),
+    yield it (``.port``, ``.proc``), stop it and its session afterwards."""
+    server = listening.start(cmd, env, ready_timeout)
+    try:
+        yield server
+    finally:
+        listening.stop(server.proc)
+
+
+def everything_cmd(everything_js: Path, mode: str) -> list[str]:
+    """server-everything in ``mode`` (streamableHttp, sse), saying its port (run it with PORT=0)."""
+    return ["node", "--require", listening.REPORT_PORT_JS, str(everything_js), mode]
 
 
 @contextlib.contextmanager
-def running_server(cmd: list[str], port: int, env: dict[str, str] | None = None, ready_timeout: float = 30.0
-                   ) -> Iterator[subprocess.Popen[bytes]]:
-    """Start an HTTP server process, wait for its port, stop it (and its group) afterwards."""
-    full_env = {**os.environ, **(env or {})}
-    proc = subprocess.Popen(cmd, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+def refused_port(host: str = "127.0.0.1") -> Iterator[int]:
+    """A port on ``host`` where connects are refused for as long as the block runs: a socket bound
+    there and never listening holds it, so no other process can take it meanwhile."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as holder:
+        holder.bind((host, 0))
+        yield int(holder.getsockname()[1])
+
+
+@pytest.fixture
+def reserve_port() -> Iterator[Any]:
+    """``reserve_port(host="127.0.0.1") -> int``: a port for code under test that binds it itself
+    with SO_REUSEADDR (``browser_authorize`` listens on the port its redirect URI names, as
+    ``http.server`` does), held until the test ends. On Linux a bound, never-listening socket with
+    SO_REUSEADDR keeps every other process off the port (nobody else can bind it, and bind(0)
+    never hands it out) while letting that code bind and listen there: no window for a stranger.
+    Other systems' rules differ (BSD wants SO_REUSEPORT for that): the test is skipped there."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("holding a port for code that binds it itself relies on Linux's SO_REUSEADDR rules")
+    holders: list[socket.socket] = []
+
+    def reserve(host: str = "127.0.0.1") -> int:
+        holder = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        holders.append(holder)
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        holder.bind((host.strip("[]"), 0))
+        return int(holder.getsockname()[1])
+
     try:
-        deadline = time.monotonic() + ready_timeout
-        while True:
-            if proc.poll() is not None:
-                err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-                raise RuntimeError(f"server {cmd} exited with {proc.returncode}: {err[-2000:]}")
-            with socket.socket() as s:
-                s.settimeout(0.2)
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"server {cmd} did not listen on {port} within {ready_timeout}s")
-            time.sleep(0.05)
-        # keep its stderr drained so it never blocks
-        threading.Thread(target=lambda: proc.stderr and proc.stderr.read(), daemon=True).start()
-        yield proc
+        yield reserve
     finally:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, 15)
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, 9)
-            proc.wait(5)
+        for holder in holders:
+            holder.close()
 
 
 @pytest.fixture(scope="module")
 def sdk_http_url() -> Iterator[str]:
     """A Python SDK (mcp==2.3.0) server over Streamable HTTP, both eras, at this URL."""
-    port = free_port()
-    with running_server([PY, SDK_SERVER, "http", "--port", str(port)], port):
-        yield f"http://127.0.0.1:{port}/mcp"
+    with running_server([PY, SDK_SERVER, "http"]) as server:
+        yield f"http://127.0.0.1:{server.port}/mcp"
 
 
 @pytest.fixture(scope="module")
 def everything_http_url(everything_js: Path) -> Iterator[str]:
     """server-everything (2025-11-25) over Streamable HTTP."""
-    port = free_port()
-    with running_server(["node", str(everything_js), "streamableHttp"], port, env={"PORT": str(port)}):
-        yield f"http://127.0.0.1:{port}/mcp"
+    with running_server(everything_cmd(everything_js, "streamableHttp"), env={"PORT": "0"}) as server:
+        yield f"http://127.0.0.1:{server.port}/mcp"
 
 
 @pytest.fixture(scope="module")
 def everything_sse_url(everything_js: Path) -> Iterator[str]:
     """server-everything over the deprecated HTTP+SSE transport."""
-    port = free_port()
-    with running_server(["node", str(everything_js), "sse"], port, env={"PORT": str(port)}):
-        yield f"http://127.0.0.1:{port}/sse"
+    with running_server(everything_cmd(everything_js, "sse"), env={"PORT": "0"}) as server:
+        yield f"http://127.0.0.1:{server.port}/sse"
 
 
 @pytest.fixture

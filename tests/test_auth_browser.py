@@ -9,6 +9,7 @@ import io
 import threading
 import time
 import webbrowser
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -19,17 +20,16 @@ from oauthkit import Browser, World, authorization_url
 import mcp_sync
 from mcp_sync.auth import browser_authorize
 
-from conftest import free_port
 from httpkit import FakeServer
 
 pytestmark = pytest.mark.timeout(20)
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "[::1]"])
-def test_catches_the_redirect(browser: Browser, authorization_server: FakeServer, host: str) -> None:
+def test_catches_the_redirect(reserve_port: Any, browser: Browser, authorization_server: FakeServer, host: str) -> None:
     if host == "[::1]" and not ipv6_loopback_usable():  # #22.8: can ::1 be bound, not a compile-time flag
         pytest.skip("::1 cannot be bound on this machine (no IPv6 loopback)")
-    redirect_uri = f"http://{host}:{free_port()}/callback"
+    redirect_uri = f"http://{host}:{reserve_port(host)}/callback"
     landed = browser_authorize(authorization_url(authorization_server, redirect_uri), timeout=5)
     assert landed == f"{redirect_uri}?code=the-code&state=st4te"
     browser.join()
@@ -37,13 +37,13 @@ def test_catches_the_redirect(browser: Browser, authorization_server: FakeServer
 
 
 def test_prints_the_url_when_no_browser_can_open(
-    monkeypatch: pytest.MonkeyPatch, authorization_server: FakeServer
+    monkeypatch: pytest.MonkeyPatch, authorization_server: FakeServer, reserve_port: Any
 ) -> None:
     for name in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(webbrowser, "open", lambda *a, **k: pytest.fail("no browser should be started"))
     out = io.StringIO()
-    url = authorization_url(authorization_server, f"http://127.0.0.1:{free_port()}/cb")
+    url = authorization_url(authorization_server, f"http://127.0.0.1:{reserve_port()}/cb")
 
     def user() -> None:  # reads the printed URL and pastes it into a browser elsewhere
         deadline = time.monotonic() + 5
@@ -60,10 +60,10 @@ def test_prints_the_url_when_no_browser_can_open(
     assert url in out.getvalue()
 
 
-def test_times_out(monkeypatch: pytest.MonkeyPatch, authorization_server: FakeServer) -> None:
+def test_times_out(reserve_port: Any, monkeypatch: pytest.MonkeyPatch, authorization_server: FakeServer) -> None:
     monkeypatch.setattr(webbrowser, "open", lambda *a, **k: True)  # a browser that never comes back
     monkeypatch.setenv("DISPLAY", ":0")
-    redirect_uri = f"http://127.0.0.1:{free_port()}/callback"
+    redirect_uri = f"http://127.0.0.1:{reserve_port()}/callback"
     started = time.monotonic()
     with pytest.raises(mcp_sync.AuthorizationError, match="timed out") as caught:
         browser_authorize(authorization_url(authorization_server, redirect_uri), timeout=0.5)
@@ -73,8 +73,10 @@ def test_times_out(monkeypatch: pytest.MonkeyPatch, authorization_server: FakeSe
         requests.get(redirect_uri, timeout=2)
 
 
-def test_wrong_state_and_other_paths_are_ignored(browser: Browser, authorization_server: FakeServer) -> None:
-    port = free_port()
+def test_wrong_state_and_other_paths_are_ignored(
+    reserve_port: Any, browser: Browser, authorization_server: FakeServer
+) -> None:
+    port = reserve_port()
     redirect_uri = f"http://127.0.0.1:{port}/callback"
     answers: list[int] = []
 
@@ -109,11 +111,11 @@ def test_redirect_uri_must_be_loopback_with_a_port(redirect_uri: str, authorizat
         browser_authorize(authorization_url(authorization_server, redirect_uri), timeout=1)
 
 
-def test_whole_flow_with_oauth(browser: Browser, no_leaks: None) -> None:
+def test_whole_flow_with_oauth(reserve_port: Any, browser: Browser, no_leaks: None) -> None:
     with FakeServer("modern") as rs, FakeServer("modern") as auth:
         world = World(rs, auth)
         oauth = mcp_sync.OAuth(
-            redirect_uri=f"http://127.0.0.1:{free_port()}/callback",
+            redirect_uri=f"http://127.0.0.1:{reserve_port()}/callback",
             on_authorize=functools.partial(browser_authorize, timeout=5),
             timeout=5,
         )

@@ -10,7 +10,7 @@ import io
 import socket
 import threading
 import time
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 import requests
@@ -18,8 +18,6 @@ import requests
 import mcp_sync
 from mcp_sync import _browser_auth
 from mcp_sync.auth import browser_authorize
-
-from conftest import free_port
 
 pytestmark = pytest.mark.timeout(60)
 MARGIN = 3.0
@@ -112,8 +110,8 @@ def authorize(port: int, timeout: float) -> str:
     return browser_authorize(url_for(port), timeout=timeout, open_browser=False, out=io.StringIO())
 
 
-def test_a_dripping_client_does_not_hold_the_deadline(local: Local) -> None:
-    port = free_port()
+def test_a_dripping_client_does_not_hold_the_deadline(reserve_port: Any, local: Local) -> None:
+    port = reserve_port()
     local.drip(port, b"GET /cb?state=st4te&code=x HTTP/1.1\r\n")  # 38 bytes: 38 s at a byte a second
     started = time.monotonic()
     with pytest.raises(mcp_sync.AuthorizationError, match="timed out"):
@@ -134,8 +132,8 @@ def real_redirect(
     return go
 
 
-def test_the_redirect_is_served_while_other_connections_stall(local: Local) -> None:
-    port = free_port()
+def test_the_redirect_is_served_while_other_connections_stall(reserve_port: Any, local: Local) -> None:
+    port = reserve_port()
     local.drip(port, b"GET /cb?state=st4te HTTP/1.1\r\n")
     local.idle(port, 3)  # a browser's preconnects, or anything else that never sends
     answers: list[int] = []
@@ -148,8 +146,8 @@ def test_the_redirect_is_served_while_other_connections_stall(local: Local) -> N
     assert answers == [200]
 
 
-def test_a_flood_of_idle_connections_does_not_keep_the_redirect_out(local: Local) -> None:
-    port = free_port()
+def test_a_flood_of_idle_connections_does_not_keep_the_redirect_out(reserve_port: Any, local: Local) -> None:
+    port = reserve_port()
     flooded = local.idle(port, 3 * getattr(_browser_auth, "MAX_CONNECTIONS", 16))
     answers: list[int] = []
     local.run(real_redirect(port, answers, after=0.0, first=flooded))
@@ -161,9 +159,11 @@ def test_a_flood_of_idle_connections_does_not_keep_the_redirect_out(local: Local
     assert answers == [200]
 
 
-def test_slow_connections_are_dropped_at_their_own_deadline(local: Local, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_slow_connections_are_dropped_at_their_own_deadline(
+    reserve_port: Any, local: Local, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(_browser_auth, "CONNECTION_TIMEOUT", 1.0, raising=False)
-    port = free_port()
+    port = reserve_port()
     closed: list[float] = []
     started = time.monotonic()
     local.drip(port, b"GET /cb?state=st4te HTTP/1.1\r\n", closed)
@@ -173,8 +173,8 @@ def test_slow_connections_are_dropped_at_their_own_deadline(local: Local, monkey
     assert closed and closed[0] - started < 1.0 + MARGIN, "the dripping connection was not dropped"
 
 
-def test_an_oversized_request_head_is_refused(local: Local) -> None:
-    port = free_port()
+def test_an_oversized_request_head_is_refused(reserve_port: Any, local: Local) -> None:
+    port = reserve_port()
     replies: list[bytes] = []
 
     def oversized() -> None:
@@ -201,8 +201,10 @@ def test_an_oversized_request_head_is_refused(local: Local) -> None:
     ("request_line", "status"),
     [(b"POST /cb?state=st4te HTTP/1.1", b"405"), (b"GET http://x/cb HTTP/1.1", b"400"), (b"nonsense", b"400")],
 )
-def test_malformed_requests_are_answered_and_ignored(local: Local, request_line: bytes, status: bytes) -> None:
-    port = free_port()
+def test_malformed_requests_are_answered_and_ignored(
+    reserve_port: Any, local: Local, request_line: bytes, status: bytes
+) -> None:
+    port = reserve_port()
     replies: list[bytes] = []
 
     def send() -> None:

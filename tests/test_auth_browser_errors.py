@@ -17,7 +17,7 @@ import threading
 import time
 import types
 import webbrowser
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 from oauthkit import Browser, authorization_url
@@ -26,7 +26,6 @@ import mcp_sync
 from mcp_sync import _browser_auth
 from mcp_sync.auth import browser_authorize
 
-from conftest import free_port
 from httpkit import FakeServer
 
 pytestmark = pytest.mark.timeout(30)
@@ -43,8 +42,8 @@ def test_a_redirect_uri_whose_port_is_no_port_is_refused(authorization_server: F
     assert caught.value.step == "authorization" and redirect_uri in str(caught.value)
 
 
-def test_an_authorization_url_without_state_is_refused(authorization_server: FakeServer) -> None:
-    url = authorization_url(authorization_server, f"http://127.0.0.1:{free_port()}/cb", state="")
+def test_an_authorization_url_without_state_is_refused(reserve_port: Any, authorization_server: FakeServer) -> None:
+    url = authorization_url(authorization_server, f"http://127.0.0.1:{reserve_port()}/cb", state="")
     with pytest.raises(mcp_sync.AuthorizationError, match="the authorization URL has no state parameter") as caught:
         browser_authorize(url, timeout=1, open_browser=False)
     assert caught.value.url == f"http://127.0.0.1:{authorization_server.port}/authorize"
@@ -121,7 +120,7 @@ def test_no_file_descriptor_left_is_an_error_then_a_wait() -> None:
 
 
 def test_a_broken_browser_setup_falls_back_to_printing_the_url(
-    authorization_server: FakeServer, monkeypatch: pytest.MonkeyPatch
+    authorization_server: FakeServer, monkeypatch: pytest.MonkeyPatch, reserve_port: Any
 ) -> None:
     def broken(url: str, *args: object, **kwargs: object) -> bool:
         raise webbrowser.Error("could not locate runnable browser")
@@ -129,7 +128,7 @@ def test_a_broken_browser_setup_falls_back_to_printing_the_url(
     monkeypatch.setenv("DISPLAY", ":0")
     monkeypatch.setattr(webbrowser, "open", broken)
     user, out = Browser(), io.StringIO()
-    url = authorization_url(authorization_server, f"http://127.0.0.1:{free_port()}/cb")
+    url = authorization_url(authorization_server, f"http://127.0.0.1:{reserve_port()}/cb")
 
     def paste() -> None:  # the user reads the printed URL and opens it elsewhere
         deadline = time.monotonic() + 5
@@ -150,13 +149,14 @@ def test_a_broken_browser_setup_falls_back_to_printing_the_url(
 
 @pytest.mark.parametrize("platform", ["darwin", "win32"])
 def test_on_macos_and_windows_a_browser_is_opened_without_a_display(
-    browser: Browser, authorization_server: FakeServer, monkeypatch: pytest.MonkeyPatch, platform: str
+    browser: Browser, authorization_server: FakeServer, monkeypatch: pytest.MonkeyPatch, platform: str,
+    reserve_port: Any,
 ) -> None:
     for name in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(_browser_auth, "sys", types.SimpleNamespace(platform=platform, stderr=sys.stderr))
     out = io.StringIO()
-    landed = browser_authorize(authorization_url(authorization_server, f"http://127.0.0.1:{free_port()}/cb"),
+    landed = browser_authorize(authorization_url(authorization_server, f"http://127.0.0.1:{reserve_port()}/cb"),
                                timeout=5, out=out)  # fmt: skip
     assert "code=the-code" in landed and out.getvalue() == ""  # opened, not printed
     browser.join()

@@ -32,7 +32,7 @@ import requests
 import mcp_sync
 from mcp_sync import _client_constructors
 
-from conftest import PY, SDK_SERVER, free_port, running_server
+from conftest import PY, SDK_SERVER, running_server
 from httpkit import FakeServer, Reply, json_reply, result
 
 pytestmark = pytest.mark.timeout(120)
@@ -240,9 +240,8 @@ def _whoami(view: Any, call_headers: dict[str, str] | None) -> str | None:
 @pytest.fixture(scope="module")
 def sdk_sse_url() -> Iterator[str]:
     """The SDK server over the deprecated HTTP+SSE transport (legacy only)."""
-    port = free_port()
-    with running_server([PY, SDK_SERVER, "sse", "--port", str(port)], port):
-        yield f"http://127.0.0.1:{port}/sse"
+    with running_server([PY, SDK_SERVER, "sse"]) as server:
+        yield f"http://127.0.0.1:{server.port}/sse"
 
 
 def _every_combination(make_client: Any) -> list[tuple[tuple[str, ...], str | None, str | None]]:

@@ -555,18 +555,17 @@ def test_server_everything_restarted_under_the_client(everything_js: Any, no_lea
     """server-everything restarted on the same port forgets every session and answers 400
     "No valid session ID provided": the client renews the session by itself and the call
     (a tools/call) succeeds; the GET stream comes back on the new session too."""
-    from conftest import free_port, running_server
+    from conftest import everything_cmd, running_server
 
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    command = ["node", str(everything_js), "streamableHttp"]
-    with running_server(command, port, env={"PORT": str(port)}):
-        client = mcp_sync.Client.http(url, timeout=20)
+    command = everything_cmd(everything_js, "streamableHttp")
+    with running_server(command, env={"PORT": "0"}) as first:
+        port = first.port  # the restart binds it again: a restart is on the same port
+        client = mcp_sync.Client.http(f"http://127.0.0.1:{port}/mcp", timeout=20)
         client.connect()
         assert client.call_tool("echo", {"message": "before"}).text == "Echo: before"
         first_session = client._engine.transport.session_id  # type: ignore[union-attr]
     try:
-        with running_server(command, port, env={"PORT": str(port)}):
+        with running_server(command, env={"PORT": str(port)}):
             started = time.monotonic()
             assert client.call_tool("echo", {"message": "after"}, timeout=20).text == "Echo: after"
             assert time.monotonic() - started < 10.0

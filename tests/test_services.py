@@ -625,14 +625,12 @@ def test_the_flask_example_serves_two_users_with_their_own_tokens(monkeypatch: p
     import threading
     from pathlib import Path
 
-    from tests.conftest import free_port
-
     examples = Path(__file__).resolve().parent.parent / "examples"
     monkeypatch.syspath_prepend(str(examples))
     import demo_http_server
 
-    port = free_port()
-    server = demo_http_server.serve(port)
+    server = demo_http_server.serve(0)  # port 0: the kernel's pick, read back below
+    port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     monkeypatch.setenv("MCP_URL", f"http://127.0.0.1:{port}/mcp")

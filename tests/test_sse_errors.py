@@ -19,7 +19,7 @@ import mcp_sync
 from mcp_sync.transports.http import HttpTransport
 from mcp_sync.transports.sse import SseTransport
 
-from conftest import free_port, running_server
+from conftest import everything_cmd, running_server
 from httpkit import FakeServer, Reply, Request, Sink, SsePeer, endless_sse, json_reply, sse_reply
 
 pytestmark = pytest.mark.timeout(60)
@@ -35,9 +35,8 @@ def test_server_everything_dying_mid_call_fails_the_waiting_call_at_once(everyth
     """#22.7 with a real server: server-everything (sse mode) is stopped while a call waits for
     its answer on the stream: the call fails with ConnectionClosed at once (its answer could
     only come on that stream), not after its 60 s timeout, and the client knows it is down."""
-    port = free_port()
-    with running_server(["node", str(everything_js), "sse"], port, env={"PORT": str(port)}):
-        client = mcp_sync.Client.sse(f"http://127.0.0.1:{port}/sse", timeout=60, restart=False)
+    with running_server(everything_cmd(everything_js, "sse"), env={"PORT": "0"}) as server:
+        client = mcp_sync.Client.sse(f"http://127.0.0.1:{server.port}/sse", timeout=60, restart=False)
         client.connect()
         progress = threading.Event()
         waiter, box = in_thread(lambda: client.call_tool(

@@ -17,7 +17,7 @@ from test_services import otel  # noqa: F401 - the fixture: one home for the glo
 
 import mcp_sync
 
-from conftest import PY, free_port
+from conftest import PY, refused_port
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -52,13 +52,13 @@ def test_a_request_that_never_reached_a_server_is_a_failed_span_without_a_reques
 
     exporter, reader = otel
     exporter.clear()
-    port = free_port()
-    client = mcp_sync.Client.http(f"http://127.0.0.1:{port}/mcp", timeout=10, max_retries=0)  # refused at use
-    try:
-        with pytest.raises(mcp_sync.ConnectionClosed):
-            client.call_tool("echo", {"text": "x"})
-    finally:
-        client.close()
+    with refused_port() as port:
+        client = mcp_sync.Client.http(f"http://127.0.0.1:{port}/mcp", timeout=10, max_retries=0)  # refused at use
+        try:
+            with pytest.raises(mcp_sync.ConnectionClosed):
+                client.call_tool("echo", {"text": "x"})
+        finally:
+            client.close()
     [span] = _spans(exporter, "tools/call echo")
     assert span.status.status_code is StatusCode.ERROR
     attributes = dict(span.attributes)
@@ -111,14 +111,14 @@ def test_an_ipv6_server_is_traced_with_its_address_and_port(otel) -> None:  # no
     the server's address and port (the target was ``http://::1:1/mcp`` and every traced request to
     it raised ValueError while parsing the port). Nothing listens: the span records the failure."""
     exporter, _ = otel
-    port = free_port()
-    client = mcp_sync.Client.http(f"http://[::1]:{port}/mcp", timeout=5)
-    try:
-        assert f"[::1]:{port}" in repr(client)
-        with pytest.raises(mcp_sync.ConnectionClosed):
-            client.call_tool("echo", {"text": "x"})
-    finally:
-        client.close()
+    with refused_port("::1") as port:
+        client = mcp_sync.Client.http(f"http://[::1]:{port}/mcp", timeout=5)
+        try:
+            assert f"[::1]:{port}" in repr(client)
+            with pytest.raises(mcp_sync.ConnectionClosed):
+                client.call_tool("echo", {"text": "x"})
+        finally:
+            client.close()
     spans = [span for span in exporter.get_finished_spans() if span.attributes.get("server.port") == port]
     assert spans, "no span names the server's port"
     assert spans[-1].attributes.get("server.address") == "::1"

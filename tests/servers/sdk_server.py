@@ -1,8 +1,10 @@
 """Peer test server for mcp_sync, built on the official Python SDK (mcp==2.3.0, MCPServer).
 
 Run:  python sdk_server.py stdio
-      python sdk_server.py http --port N     (Streamable HTTP on http://127.0.0.1:N/mcp)
-      python sdk_server.py sse --port N      (HTTP+SSE, legacy only, on http://127.0.0.1:N/sse)
+      python sdk_server.py http [--port N]   (Streamable HTTP on http://127.0.0.1:N/mcp)
+      python sdk_server.py sse [--port N]    (HTTP+SSE, legacy only, on http://127.0.0.1:N/sse)
+      Without --port (or with 0) the kernel picks a free port, said on stderr as ``LISTENING <port>``
+      before the first accept (listening.py starts it so).
 
 Tools: echo, add (structured output), weather (structured output: an object), slow (progress + log +
 cancellable), wait_echo (echo after an idle wait), whoami (the Authorization and X-User headers
@@ -266,14 +268,30 @@ async def run_stdio() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("transport", choices=["stdio", "http", "sse"])
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=0, help="0 (the default): a free port, said on stderr")
     args = parser.parse_args()
     if args.transport == "stdio":
         anyio.run(run_stdio)
     elif args.transport == "sse":  # the deprecated HTTP+SSE transport: GET /sse, POST /messages/
-        server.run("sse", host="127.0.0.1", port=args.port)
+        serve_http(server.sse_app(host="127.0.0.1"), args.port)
     else:
-        server.run("streamable-http", host="127.0.0.1", port=args.port, streamable_http_path="/mcp")
+        serve_http(server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1"), args.port)
+
+
+def serve_http(app: Any, port: int) -> None:
+    """Serve ``app`` on 127.0.0.1:``port`` as MCPServer.run would, binding the socket here so the
+    port it got can be said (``LISTENING <port>`` on stderr, see listening.py) before any accept."""
+    import socket
+
+    import uvicorn
+    from listening import announce
+
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: a restart may rebind at once
+    sock.bind(("127.0.0.1", port))
+    sock.listen(2048)
+    announce(sock.getsockname()[1])
+    uvicorn.Server(uvicorn.Config(app, log_level=server.settings.log_level.lower())).run(sockets=[sock])
 
 
 if __name__ == "__main__":
