@@ -4,6 +4,7 @@ and the project's fault server, started and stopped by the tests themselves."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -48,6 +49,16 @@ def _install_everything() -> Path:
     if npm is None:
         pytest.fail("npm is needed for @modelcontextprotocol/server-everything; install Node.js and npm")
     NPM_PREFIX.mkdir(parents=True, exist_ok=True)
+    # Test processes running side by side (pytest-xdist's workers, two runs) install one at a time:
+    # npm writing one prefix twice at once can leave it broken. The lock ends with the process.
+    with open(NPM_PREFIX / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _npm_install_everything(npm)
+
+
+def _npm_install_everything(npm: str) -> Path:
+    if EVERYTHING_JS.exists():  # another process installed it while this one waited for the lock
+        return EVERYTHING_JS
     cmd = [npm, "install", "--prefix", str(NPM_PREFIX), "--no-audit", "--no-fund", "--loglevel=error",
            f"@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"]
     for attempt in (1, 2):  # retry once: the registry is sometimes slow to answer

@@ -63,6 +63,11 @@ TIMEOUT_MS=${CONF_TIMEOUT_MS:-30000}
 JOBS=${CONF_JOBS:-1}
 NODE_DIR=${CONF_NODE_DIR:-$CACHE/node22}
 
+# Runs side by side (pytest-xdist's workers, two test runs) install into .cache one at a time:
+# npm writing one prefix twice at once can leave it broken. The lock is released at exit.
+mkdir -p "$CACHE" && exec 9>"$CACHE/.conformance-install.lock" && flock 9 \
+  || die "cannot lock $CACHE/.conformance-install.lock"
+
 # --- Node >= 22 --------------------------------------------------------------
 node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
 if [ "$(node_major)" -lt 22 ]; then
@@ -94,6 +99,7 @@ if [ "$(installed_version)" != "$VERSION" ]; then
   [ "$(installed_version)" = "$VERSION" ] || die "suite $VERSION not found after install"
 fi
 CONF_BIN=$SUITE_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js
+flock -u 9  # installed: the scenarios themselves run side by side
 
 # --- scenarios ----------------------------------------------------------------
 SPEC=${CONF_SPEC_VERSION:-}
