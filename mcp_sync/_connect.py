@@ -11,6 +11,7 @@ import threading
 from typing import Any, Callable, Mapping, Sequence, Union
 
 from ._client import Client, ClientState
+from ._notebook import untracked
 from ._options import Roots
 from .exceptions import MCPError
 
@@ -264,7 +265,8 @@ def shared(
     with _shared_lock:
         client = _shared.get(key)
         if client is None or client.state is ClientState.CLOSED:
-            client = _shared[key] = _client_for(target, **options)
+            with untracked():  # the process owns it (closed at exit), not the cell that asked first (#29.4)
+                client = _shared[key] = _client_for(target, **options)
         return client
 
 

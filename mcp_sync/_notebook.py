@@ -1,0 +1,154 @@
+"""Notebook re-runs (#29.4): re-running a connect cell replaces the client it made before.
+
+In an IPython kernel a cell that ends by showing its client (``client`` as its last line) leaves
+that client in the output cache (``Out[n]``, ``_``, ``__``, ``___``), so re-running the cell used to
+keep every earlier client, and its server, alive until the kernel exited. Here a client (or a
+:class:`~mcp_sync.ClientGroup`) made by a cell's code closes the one that the *same call site*
+made in an *earlier execution* with an *equal recipe*:
+
+- the call site is the chain of (file, line) from the cell's top-level code down to the call into
+  mcp_sync. ipykernel names a cell's code file after a hash of its source, so an unchanged cell
+  re-run has the same site; an edited cell, another cell, or the same helper function called from
+  another cell has another one;
+- the execution is the shell's ``execution_count``: clients made at one site in one execution (a
+  loop over servers) are all kept;
+- the recipe is the target and the options (:func:`recipes_equal`): a re-run with other options or
+  another server keeps both.
+
+Outside IPython nothing changes: :func:`replace_earlier` looks for ``IPython`` in ``sys.modules``
+(never importing it) and returns. Clients made in a thread the cell started, by
+:func:`~mcp_sync.shared`, for a group's servers or for a view's legacy session are not
+tracked (:func:`untracked`): they belong to something else that closes them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import types
+import weakref
+from typing import Any, Iterator
+
+#: frames in this package are not call sites: ``connect()`` and ``Client.stdio`` made from one
+#: cell line are the same site
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+_lock = threading.Lock()
+#: call site -> what was made there: [(execution, recipe, weak reference to the client or group)]
+_made: dict[tuple[tuple[str, int], ...], list[tuple[int, Any, weakref.ref[Any]]]] = {}
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def untracked() -> Iterator[None]:
+    """Within this block (this thread), clients made are not replaced by re-runs: for clients that
+    something else owns and closes (a group's, a shared one, a view's legacy session)."""
+    _local.depth = _depth() + 1
+    try:
+        yield
+    finally:
+        _local.depth -= 1
+
+
+def _depth() -> int:
+    depth: int = getattr(_local, "depth", 0)
+    return depth
+
+
+def replace_earlier(made: Any, recipe: Any) -> None:
+    """Close what ``made``'s call site made in an earlier cell execution with an equal recipe.
+
+    ``made`` (a client or group, just made) is remembered by a weak reference: this keeps nothing
+    alive. A no-op outside an IPython shell, in a block of :func:`untracked`, and when no cell's
+    top-level code is on the stack (a thread the cell started). Thread-safe.
+    """
+    ipython = sys.modules.get("IPython")  # never imported here: `import mcp_sync` stays light
+    if ipython is None or _depth():
+        return
+    get_ipython = getattr(ipython, "get_ipython", None)
+    shell = get_ipython() if callable(get_ipython) else None
+    if shell is None:
+        return
+    site = _cell_site(getattr(shell, "user_global_ns", None))
+    execution = getattr(shell, "execution_count", None)
+    if site is None or not isinstance(execution, int):
+        return
+    doomed = []
+    with _lock:
+        for where in list(_made):  # drop what was freed meanwhile: dead entries would keep their recipes
+            alive = [entry for entry in _made[where] if entry[2]() is not None]
+            if alive:
+                _made[where] = alive
+            else:
+                del _made[where]
+        kept = []
+        for entry in _made.get(site, []):
+            earlier = entry[2]()
+            if earlier is not None and entry[0] != execution and _equal(entry[1], recipe):
+                doomed.append(earlier)
+            else:
+                kept.append(entry)
+        kept.append((execution, recipe, weakref.ref(made)))
+        _made[site] = kept
+    for earlier in doomed:  # unlocked: close() joins threads and may take a moment
+        try:
+            earlier.close()
+        except Exception:  # the new client is made; failing to close an old one must not fail the cell
+            pass
+
+
+def _cell_site(user_globals: Any) -> tuple[tuple[str, int], ...] | None:
+    """The (file, line) chain from the outermost cell's top-level code down to the call into
+    mcp_sync, or None when no cell's code is on this thread's stack.
+
+    A frame is a cell's top-level code when it is module code run in the shell's namespace; the
+    outermost one counts, so that a ``%run -i`` script or an ``exec`` inside a cell is part of
+    the cell's site, not a site shared by every cell that does the same."""
+    if user_globals is None:
+        return None
+    chain: list[tuple[str, int]] = []
+    top = 0
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if not code.co_filename.startswith(_PACKAGE_DIR):
+            chain.append((code.co_filename, frame.f_lineno))
+            if code.co_name == "<module>" and frame.f_globals is user_globals:
+                top = len(chain)
+        frame = frame.f_back
+    del frame  # no frame kept: a frame holds the caller's locals (the new client among them)
+    return tuple(chain[:top]) if top else None
+
+
+def _equal(one: Any, other: Any) -> bool:
+    try:
+        return recipes_equal(one, other)
+    except RecursionError:  # a recipe nested past the recursion limit (or cyclic): not the same
+        return False
+
+
+def recipes_equal(one: Any, other: Any) -> bool:
+    """Whether two recipes (targets and options) are equal: dicts, lists and tuples item by item,
+    functions by their module and qualified name (a re-run defines a handler afresh: the same
+    definition, a new object), anything else by ``==`` (an object without equality, such as an
+    auth object made anew in the cell, is equal to itself only).
+
+    Example: ``recipes_equal({"on_notification": lambda m, p: None}, {"on_notification": lambda m, p: None})``
+    is True; ``recipes_equal({"timeout": 5}, {"timeout": 6})`` is False.
+    """
+    if one is other:
+        return True
+    if isinstance(one, dict) and isinstance(other, dict):
+        return one.keys() == other.keys() and all(recipes_equal(one[key], other[key]) for key in one)
+    if isinstance(one, (list, tuple)) and isinstance(other, (list, tuple)):
+        return type(one) is type(other) and len(one) == len(other) and all(
+            recipes_equal(a, b) for a, b in zip(one, other)
+        )
+    if isinstance(one, types.FunctionType) and isinstance(other, types.FunctionType):
+        return (one.__module__, one.__qualname__) == (other.__module__, other.__qualname__)
+    try:
+        return bool(one == other)
+    except Exception:  # an option whose == raises (an array) is not equal
+        return False
