@@ -185,6 +185,9 @@ class ClientGroup(LLMFormatsMixin):
     :class:`ToolNotFound` for :meth:`call_tool`. ``on_notification(server, method,
     params)`` names the server. :meth:`add` and :meth:`remove` change a live group.
 
+    In a notebook, re-running the cell that made a group closes the group that
+    cell line made before with the same servers and options (as :func:`connect`).
+
     Thread-safe like :class:`Client`: share one group between threads; the
     name maps sit behind one lock and the calls themselves run unlocked.
 
