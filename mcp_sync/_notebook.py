@@ -35,9 +35,15 @@ from typing import Any, Iterator
 #: cell line are the same site
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
+_Site = tuple[tuple[str, int], ...]
+_Made = list[tuple[Any, "weakref.ref[Any]"]]
+
 _lock = threading.Lock()
-#: call site -> what was made there: [(execution, recipe, weak reference to the client or group)]
-_made: dict[tuple[tuple[str, int], ...], list[tuple[int, Any, weakref.ref[Any]]]] = {}
+#: call site -> execution -> what was made there then: [(recipe, weak reference to the client or group)]
+_made: dict[_Site, dict[int, _Made]] = {}
+#: entries in _made, and how many were alive at the last sweep: a sweep when the count doubles keeps
+#: the recipes of freed clients from piling up, at a constant cost per client made
+_counts = {"entries": 0, "swept": 0}
 _local = threading.local()
 
 
@@ -77,26 +83,43 @@ def replace_earlier(made: Any, recipe: Any) -> None:
         return
     doomed = []
     with _lock:
-        for where in list(_made):  # drop what was freed meanwhile: dead entries would keep their recipes
-            alive = [entry for entry in _made[where] if entry[2]() is not None]
-            if alive:
-                _made[where] = alive
+        runs = _made.setdefault(site, {})
+        for run in [run for run in runs if run != execution]:  # earlier executions of this site
+            kept = []
+            for entry in runs[run]:
+                earlier = entry[1]()
+                if earlier is not None and _equal(entry[0], recipe):
+                    doomed.append(earlier)
+                elif earlier is not None:
+                    kept.append(entry)
+            _counts["entries"] -= len(runs[run]) - len(kept)
+            if kept:
+                runs[run] = kept
             else:
-                del _made[where]
-        kept = []
-        for entry in _made.get(site, []):
-            earlier = entry[2]()
-            if earlier is not None and entry[0] != execution and _equal(entry[1], recipe):
-                doomed.append(earlier)
-            else:
-                kept.append(entry)
-        kept.append((execution, recipe, weakref.ref(made)))
-        _made[site] = kept
+                del runs[run]
+        # this execution's list only grows: a loop is not compared with itself
+        runs.setdefault(execution, []).append((recipe, weakref.ref(made)))
+        _counts["entries"] += 1
+        if _counts["entries"] > 2 * _counts["swept"] + 64:
+            _sweep()
     for earlier in doomed:  # unlocked: close() joins threads and may take a moment
         try:
             earlier.close()
         except Exception:  # the new client is made; failing to close an old one must not fail the cell
             pass
+
+
+def _sweep() -> None:
+    """Drop the entries of freed clients everywhere (under _lock)."""
+    for site in list(_made):
+        runs = _made[site]
+        for run in list(runs):
+            runs[run] = [entry for entry in runs[run] if entry[1]() is not None]
+            if not runs[run]:
+                del runs[run]
+        if not runs:
+            del _made[site]
+    _counts["entries"] = _counts["swept"] = sum(len(made) for runs in _made.values() for made in runs.values())
 
 
 def _cell_site(user_globals: Any) -> tuple[tuple[str, int], ...] | None:

@@ -294,3 +294,18 @@ def test_untracked_is_per_thread() -> None:
         worker.join(10)
         assert _notebook._depth() == 1
     assert seen == [0] and _notebook._depth() == 0
+
+
+def test_freed_clients_leave_no_entries_behind(shell: Shell) -> None:
+    """What the rule remembers of freed clients (their recipes) is swept as it goes: a loop that
+    makes and drops 5,000 clients leaves at most a constant number of entries, and each one
+    costs a constant time (no list of the loop's earlier clients is walked)."""
+    from mcp_sync import _notebook
+
+    class Made:
+        def close(self) -> None: ...
+
+    shell.user_global_ns.update(Made=Made, _notebook=_notebook)
+    shell.run("for _ in range(5000):\n    _notebook.replace_earlier(Made(), ('stdio', {'command': 'x'}))\n")
+    assert _notebook._counts["entries"] <= 2 * _notebook._counts["swept"] + 64
+    assert sum(len(made) for runs in _notebook._made.values() for made in runs.values()) <= 200
