@@ -58,6 +58,10 @@ def untracked() -> Iterator[None]:
         _local.depth -= 1
 
 
+def _no_shell() -> None:  # what an IPython module still being imported (no get_ipython yet) has
+    return None
+
+
 def _depth() -> int:
     depth: int = getattr(_local, "depth", 0)
     return depth
@@ -73,8 +77,7 @@ def replace_earlier(made: Any, recipe: Any) -> None:
     ipython = sys.modules.get("IPython")  # never imported here: `import mcp_sync` stays light
     if ipython is None or _depth():
         return
-    get_ipython = getattr(ipython, "get_ipython", None)
-    shell = get_ipython() if callable(get_ipython) else None
+    shell = getattr(ipython, "get_ipython", _no_shell)()  # None: IPython imported, no shell running
     if shell is None:
         return
     site = _cell_site(getattr(shell, "user_global_ns", None))
@@ -129,8 +132,6 @@ def _cell_site(user_globals: Any) -> tuple[tuple[str, int], ...] | None:
     A frame is a cell's top-level code when it is module code run in the shell's namespace; the
     outermost one counts, so that a ``%run -i`` script or an ``exec`` inside a cell is part of
     the cell's site, not a site shared by every cell that does the same."""
-    if user_globals is None:
-        return None
     chain: list[tuple[str, int]] = []
     top = 0
     frame: types.FrameType | None = sys._getframe(1)

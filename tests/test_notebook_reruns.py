@@ -309,3 +309,41 @@ def test_freed_clients_leave_no_entries_behind(shell: Shell) -> None:
     shell.run("for _ in range(5000):\n    _notebook.replace_earlier(Made(), ('stdio', {'command': 'x'}))\n")
     assert _notebook._counts["entries"] <= 2 * _notebook._counts["swept"] + 64
     assert sum(len(made) for runs in _notebook._made.values() for made in runs.values()) <= 200
+
+
+def test_ipython_imported_without_a_shell_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A script that imported IPython (a library did) runs no shell: nothing is replaced."""
+    ns = {"mcp_sync": mcp_sync, "sys": sys, "DEMO": str(DEMO), "made": []}
+    # no shell; then an IPython module still being imported (no get_ipython yet)
+    for ipython in (types.SimpleNamespace(get_ipython=lambda: None), types.SimpleNamespace()):
+        monkeypatch.setitem(sys.modules, "IPython", ipython)
+        for _ in range(2):
+            exec(compile(MAKE, "/tmp/ipykernel_0/cell_a.py", "exec"), ns)
+    assert _open(ns["made"]) == [True, True, True, True]
+    for client in ns["made"]:
+        client.close()
+
+
+def test_an_earlier_object_that_fails_to_close_does_not_fail_the_cell(shell: Shell) -> None:
+    from mcp_sync import _notebook
+
+    class Stubborn:
+        closes = 0
+
+        def close(self) -> None:
+            Stubborn.closes += 1
+            raise OSError("cannot close")
+
+    class Strange:
+        def __eq__(self, other: object) -> bool:
+            raise ValueError("the truth value of an array is ambiguous")
+
+    shell.user_global_ns.update(Stubborn=Stubborn, _notebook=_notebook, keep=[], Strange=Strange)
+    cell = "keep.append(Stubborn()); _notebook.replace_earlier(keep[-1], {'target': 'x'})\n"
+    shell.run(cell)
+    shell.run(cell)  # closes the first: its OSError is swallowed
+    assert Stubborn.closes == 1
+    cell = "keep.append(Stubborn()); _notebook.replace_earlier(keep[-1], {'target': Strange()})\n"
+    shell.run(cell)
+    shell.run(cell)  # an option whose == raises is not equal: nothing closed
+    assert Stubborn.closes == 1
