@@ -132,18 +132,21 @@ def _cell_site(user_globals: Any) -> tuple[tuple[str, int], ...] | None:
     A frame is a cell's top-level code when it is module code run in the shell's namespace; the
     outermost one counts, so that a ``%run -i`` script or an ``exec`` inside a cell is part of
     the cell's site, not a site shared by every cell that does the same."""
-    chain: list[tuple[str, int]] = []
+    frames: list[types.FrameType] = []
     top = 0
     frame: types.FrameType | None = sys._getframe(1)
-    while frame is not None:
-        code = frame.f_code
-        if not code.co_filename.startswith(_PACKAGE_DIR):
-            chain.append((code.co_filename, frame.f_lineno))
-            if code.co_name == "<module>" and frame.f_globals is user_globals:
-                top = len(chain)
+    while frame is not None:  # the whole stack: the outermost cell frame is known only at its top
+        frames.append(frame)
+        if frame.f_globals is user_globals and frame.f_code.co_name == "<module>":
+            top = len(frames)
         frame = frame.f_back
-    del frame  # no frame kept: a frame holds the caller's locals (the new client among them)
-    return tuple(chain[:top]) if top else None
+    # (file, line) only up to the cell: the kernel's own frames above it are most of the stack
+    chain = tuple(
+        (each.f_code.co_filename, each.f_lineno) for each in frames[:top]
+        if not each.f_code.co_filename.startswith(_PACKAGE_DIR)
+    )
+    frames.clear()  # no frame kept: a frame holds its locals (the new client among them)
+    return chain or None
 
 
 def _equal(one: Any, other: Any) -> bool:
