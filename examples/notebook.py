@@ -9,7 +9,10 @@ from pathlib import Path
 
 import mcp_sync
 
-# %% cell 1: connect once
+# %% cell 1: connect once. Re-running this cell closes the client it made before (its server
+# stops), even if the cell ends with `client` and Out[] still holds that one; other cells, and
+# a loop's clients in one run, are left alone. mcp_sync.shared(target) would return the same
+# client on every re-run instead.
 client = mcp_sync.connect([sys.executable, str(Path(__file__).with_name("demo_server.py"))])
 print(client.era, client.server_implementation)
 

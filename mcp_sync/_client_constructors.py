@@ -15,6 +15,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
 
 from ._headers import AUTHORIZATION
+from ._notebook import replace_earlier, untracked
 from ._options import ProgressCallback, Roots, check_request_headers, credential_of  # noqa: F401  (ProgressCallback: hints)
 from ._protocol.connection import ClientState
 from ._values import check_env, command_line, http_options
@@ -349,6 +350,7 @@ def _recipe(arguments: dict[str, Any]) -> dict[str, Any]:
 
 def _with_recipe(constructor: str, recipe: dict[str, Any], client: _C) -> _C:
     client._recipe = (constructor, recipe)  # type: ignore[attr-defined]
+    replace_earlier(client, client._recipe)  # type: ignore[attr-defined]  # a re-run notebook cell (#29.4)
     return client
 
 
@@ -400,7 +402,8 @@ class ViewSessions:
                     own_auth = auth
                     if AUTHORIZATION not in headers:
                         merged = {n: v for n, v in merged.items() if n.lower() != "authorization"}
-                own = getattr(type(client), constructor)(**{**recipe, "headers": merged, "auth": own_auth})
+                with untracked():  # the client closes its views' sessions, not a re-run cell (#29.4)
+                    own = getattr(type(client), constructor)(**{**recipe, "headers": merged, "auth": own_auth})
             self._clients[key] = own
             doomed = list(self._clients)[:-MAX_VIEW_SESSIONS]
             closing = [self._clients.pop(each) for each in doomed]

@@ -11,6 +11,7 @@ import threading
 from typing import Any, Callable, Mapping, Sequence, Union
 
 from ._client import Client, ClientState
+from ._notebook import untracked
 from ._options import Roots
 from .exceptions import MCPError
 
@@ -100,6 +101,10 @@ def connect(
     and the HTTP options), as the target's transport takes them, and the
     :class:`Client` options. An option left out keeps the entry's value (``env``
     and ``headers`` are merged into the entry's), else the constructor's default.
+
+    In a notebook, a re-run of the cell that made a client closes that earlier
+    client (same cell line, same target and options) when the new one is made,
+    even if ``Out[]`` still holds it; a loop's clients in one run are all kept.
 
     Example::
 
@@ -250,7 +255,8 @@ def shared(
     its first request. In a forked child (gunicorn, Celery, multiprocessing) the
     first call makes a new one for that process. Closed at interpreter exit;
     one that was closed is replaced by a new one on the next call. Do not use
-    it in a ``with`` block (that would close it for everyone). ``target`` and
+    it in a ``with`` block (that would close it for everyone). A notebook cell
+    that calls it gets the same client on every re-run. ``target`` and
     the options are those of :func:`connect`; an unknown option is a TypeError.
 
     Example::
@@ -264,7 +270,8 @@ def shared(
     with _shared_lock:
         client = _shared.get(key)
         if client is None or client.state is ClientState.CLOSED:
-            client = _shared[key] = _client_for(target, **options)
+            with untracked():  # the process owns it (closed at exit), not the cell that asked first (#29.4)
+                client = _shared[key] = _client_for(target, **options)
         return client
 
 

@@ -21,6 +21,7 @@ from ._config import load_config
 from ._connect import NOT_GIVEN, _client_for, given_options, is_whole_config
 from ._glob import NameFilter
 from ._llm_formats import LLMFormatsMixin, ToolNames, shortened_name
+from ._notebook import replace_earlier, untracked
 from ._options import ProgressCallback, Roots, call_options
 from ._sentinels import USE_CLIENT_DEFAULT
 from ._threads import run_concurrently
@@ -184,6 +185,9 @@ class ClientGroup(LLMFormatsMixin):
     :class:`ToolNotFound` for :meth:`call_tool`. ``on_notification(server, method,
     params)`` names the server. :meth:`add` and :meth:`remove` change a live group.
 
+    In a notebook, re-running the cell that made a group closes the group that
+    cell line made before with the same servers and options (as :func:`connect`).
+
     Thread-safe like :class:`Client`: share one group between threads; the
     name maps sit behind one lock and the calls themselves run unlocked.
 
@@ -297,6 +301,8 @@ class ClientGroup(LLMFormatsMixin):
             "tool": {}, "prompt": {}, "resource": {}, "resource_template": {}
         }  # fmt: skip
         self._origins: OrderedDict[int, tuple[Any, str]] = OrderedDict()
+        # last, when nothing above raised: a re-run notebook cell closes the group it made before (#29.4)
+        replace_earlier(self, {"servers": dict(self._sources), **self._recipe})
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as its servers (entries, or clients as what they connect to) and options,
@@ -416,7 +422,8 @@ class ClientGroup(LLMFormatsMixin):
         options = {"name": name, **self._options[name]}
         if self._on_notification is not None and "on_notification" not in options:
             options["on_notification"] = functools.partial(_notify, self._on_notification, name)
-        return _client_for(source, **options)
+        with untracked():  # the group closes its clients, not a re-run cell (#29.4): the group is tracked
+            return _client_for(source, **options)
 
     def add(self, name: str, spec: Client | Mapping[str, Any], *, options: Mapping[str, Any] | None = None) -> Client:
         """Add a server to a live group, connect it and return its client.
