@@ -18,6 +18,7 @@ from ._headers import AUTHORIZATION
 from ._options import ProgressCallback, Roots, check_request_headers, credential_of  # noqa: F401  (ProgressCallback: hints)
 from ._protocol.connection import ClientState
 from ._values import check_env, command_line, http_options
+from ._worker_clients import unpickle_client  # noqa: F401  (what a Client pickles to; #29.1)
 from .exceptions import ClientStateError, MCPError
 from .transports.base import Transport
 
@@ -350,11 +351,6 @@ def _recipe(arguments: dict[str, Any]) -> dict[str, Any]:
 def _with_recipe(constructor: str, recipe: dict[str, Any], client: _C) -> _C:
     client._recipe = (constructor, recipe)  # type: ignore[attr-defined]
     return client
-
-
-def unpickle_client(cls: type[_C], constructor: str, recipe: dict[str, Any]) -> _C:
-    """A new, unconnected client made like the pickled one (it connects on first use)."""
-    return getattr(cls, constructor)(**recipe)  # type: ignore[no-any-return]
 
 
 def pickle_recipe(what: str, recipe: Mapping[str, Any]) -> None:
