@@ -8,7 +8,9 @@ of the process); it is closed when the worker exits. The same works in
 Celery, RQ or gunicorn workers: call ``mcp_sync.shared(...)`` where the job
 runs, never create the client at import time in the parent. A ``Client``
 can also travel to a worker as an argument: it pickles as what it connects
-to and with which options, and connects on first use there.
+to and with which options; in each worker process every task's copy uses that
+process's one client for it (one server per worker, not per task), which
+connects on first use there.
 """
 
 import concurrent.futures

@@ -776,10 +776,17 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as what it connects to and with which options, never its connection.
 
-        The copy is a new client that connects on first use in the process that
-        unpickles it (a worker). A client built on a transport object cannot be
-        pickled; neither can one with an option that does not pickle (a lambda
-        handler, an open file): TypeError naming the option.
+        In the process that unpickles it (a pool or cluster worker), the copy uses
+        that process's one client for an equal recipe (equal constructor, target,
+        options and credentials; unequal ones never share), made on the first
+        unpickle and connected on first use: a worker running 1,000 tasks starts
+        one server, not 1,000. Closing a copy (``close()``, a ``with`` block) ends
+        that copy only (its requests then raise :class:`ClientStateError`); the
+        worker's connection stays for its other tasks and is closed when the
+        process exits (a forked child makes its own). The client pickled is not
+        changed or registered anywhere. A client built on a transport object
+        cannot be pickled; neither can one with an option that does not pickle
+        (a lambda handler, an open file): TypeError naming the option.
 
         Example: ``pool.submit(job, client)`` (``job`` calls ``client.call_tool(...)`` in the worker)
         """

@@ -19,6 +19,7 @@ from ._notebook import replace_earlier, untracked
 from ._options import ProgressCallback, Roots, check_request_headers, credential_of  # noqa: F401  (ProgressCallback: hints)
 from ._protocol.connection import ClientState
 from ._values import check_env, command_line, http_options
+from ._worker_clients import unpickle_client  # noqa: F401  (what a Client pickles to; #29.1)
 from .exceptions import ClientStateError, MCPError
 from .transports.base import Transport
 
@@ -352,11 +353,6 @@ def _with_recipe(constructor: str, recipe: dict[str, Any], client: _C) -> _C:
     client._recipe = (constructor, recipe)  # type: ignore[attr-defined]
     replace_earlier(client, client._recipe)  # type: ignore[attr-defined]  # a re-run notebook cell (#29.4)
     return client
-
-
-def unpickle_client(cls: type[_C], constructor: str, recipe: dict[str, Any]) -> _C:
-    """A new, unconnected client made like the pickled one (it connects on first use)."""
-    return getattr(cls, constructor)(**recipe)  # type: ignore[no-any-return]
 
 
 def pickle_recipe(what: str, recipe: Mapping[str, Any]) -> None:

@@ -6,6 +6,7 @@ import functools
 import inspect
 import logging
 import os
+import pickle
 import threading
 import warnings
 import weakref
@@ -301,12 +302,17 @@ class ClientGroup(LLMFormatsMixin):
             "tool": {}, "prompt": {}, "resource": {}, "resource_template": {}
         }  # fmt: skip
         self._origins: OrderedDict[int, tuple[Any, str]] = OrderedDict()
+        #: an unpickled group's servers are its process's shared clients, seen through copies (#29.1)
+        self._worker_copies = False
         # last, when nothing above raised: a re-run notebook cell closes the group it made before (#29.4)
         replace_earlier(self, {"servers": dict(self._sources), **self._recipe})
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as its servers (entries, or clients as what they connect to) and options,
         never their connections: the copy connects on first use where it is unpickled.
+        There, each server's client is a copy of that process's one client for it (as for
+        a pickled :class:`Client`, its entries included): a worker unpickling the group for
+        1,000 tasks starts each server once, and closing the group closes its copies only.
         An option that cannot be pickled (a lambda handler) is a TypeError naming it.
 
         Example: ``pickle.loads(pickle.dumps(group)).call_tool("echo", {"text": "hi"})``
@@ -423,7 +429,15 @@ class ClientGroup(LLMFormatsMixin):
         if self._on_notification is not None and "on_notification" not in options:
             options["on_notification"] = functools.partial(_notify, self._on_notification, name)
         with untracked():  # the group closes its clients, not a re-run cell (#29.4): the group is tracked
-            return _client_for(source, **options)
+            client = _client_for(source, **options)
+        if not self._worker_copies:
+            return client
+        # An unpickled group (a task's argument in a worker) shares its process's one client
+        # per entry, as a pickled Client does: the round trip makes that copy (#29.1). The
+        # client built here never connected: closing it costs nothing.
+        copy: Client = pickle.loads(pickle.dumps(client))
+        client.close()
+        return copy
 
     def add(self, name: str, spec: Client | Mapping[str, Any], *, options: Mapping[str, Any] | None = None) -> Client:
         """Add a server to a live group, connect it and return its client.
@@ -952,8 +966,11 @@ def _collect_group(owned: list[Client], label: str) -> None:
 
 
 def _unpickle_group(cls: type[ClientGroup], recipe: dict[str, Any]) -> ClientGroup:
-    """A new group made like the pickled one (it connects on first use)."""
-    return cls(**recipe)
+    """A new group made like the pickled one (it connects on first use), whose servers are this
+    process's shared clients (copies of them)."""
+    group = cls(**recipe)
+    group._worker_copies = True
+    return group
 
 
 #: the option names a per-server ``options=`` entry may use: the group's own keyword options
