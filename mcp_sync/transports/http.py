@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from .._headers import encode_header_value
 from .._ids import normalize_id
-from ..exceptions import ConnectionClosed, MCPError, ProtocolError
+from ..exceptions import ConnectionClosed, MCPError, ProtocolError, ServerUnreachable
 from ._http_common import (
     DEFAULT_MAX_BYTES,
     ONEWAY_TIMEOUT,
@@ -506,14 +506,19 @@ class HttpTransport(LegacySession):
                     raise Aborted
                 if modern or last_id is None or attempts >= self.max_resume_attempts:
                     why = " (a modern stream cannot be resumed)" if modern else ""  # H13
-                    raise ConnectionClosed(
+                    if method == "tools/call":
+                        why += "; the call may have run on the server, so it was not sent again"
+                    raise ServerUnreachable(  # sent, then cut off: it may have run (#29.2)
                         f"{method}: the response stream from {self.safe_url} ended before the answer{why}"
                     )
                 attempts += 1
                 slot.sleep(retry_ms / 1000 if retry_ms is not None else DEFAULT_RETRY_S)
                 if current is not response:
                     current.close()
-                current = self.exchange("GET", self.url, slot, headers=self._get_headers(last_id))
+                try:
+                    current = self.exchange("GET", self.url, slot, headers=self._get_headers(last_id))
+                except ServerUnreachable as exc:  # the GET never got there; the POST it resumes did
+                    raise ServerUnreachable(f"{method}: resuming its stream failed: {exc.message}") from exc
                 if current.status_code != 200 or content_type(current) != "text/event-stream":
                     raise ConnectionClosed(f"{method}: resuming the stream failed with HTTP {current.status_code}")
         finally:
