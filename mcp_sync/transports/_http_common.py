@@ -217,8 +217,6 @@ def describe_failure(exc: BaseException) -> str:
             return "the host name could not be resolved"
         if isinstance(current, ConnectionRefusedError):
             return "connection refused"
-        if isinstance(current, StaleConnection):
-            return str(current)
         if isinstance(current, http.client.RemoteDisconnected):  # a ConnectionResetError too: first
             return "the server closed the connection without answering"
         if isinstance(current, ConnectionResetError):
@@ -495,13 +493,15 @@ class _Tracking:
         # much it waits for), so it cannot have run it (#29.2).
         slot.unsent = True
         conn: Any = self
-        if conn.sock is not None and not conn.is_connected:
+        if conn.sock is not None and conn.proxy is None and not conn.is_connected:
             # A kept-alive connection the server closed (or shut down by an abort) after urllib3
             # looked at it in the pool: under many threads that look can be milliseconds old. A
             # request written now would go out, then read the close as "no answer", which for a
-            # tools/call proves nothing; refused here, before any byte, it is sent again on a
-            # new connection, whatever the method (#29.2).
-            raise StaleConnection("the server had closed the kept-alive connection")
+            # tools/call proves nothing. Closed here, as urllib3 does when its look sees it, the
+            # request goes out on a new connection (connected below), whatever its method, and
+            # costs no retry (#29.2). (A connection through a proxy is left to urllib3: its
+            # tunnel is set up before this.)
+            conn.close()
         result = super().request(*args, **kwargs)  # type: ignore[misc]
         slot.unsent = False
         return result
@@ -509,11 +509,6 @@ class _Tracking:
     def getresponse(self, *args: Any, **kwargs: Any) -> Any:
         _track(self)  # keeps the socket: a close-delimited response makes http.client drop it
         return super().getresponse(*args, **kwargs)  # type: ignore[misc]
-
-
-class StaleConnection(ConnectionError):
-    """Internal: a pooled connection found closed just before a request was written on it
-    (nothing was sent). No errno: urllib3 would swallow a reset while writing."""
 
 
 class _TrackedHTTPConnection(_Tracking, HTTPConnection):
