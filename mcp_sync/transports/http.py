@@ -136,11 +136,15 @@ class HttpTransport(LegacySession):
 
     Sending again (at most ``max_retries`` times, with backoff): any request
     whose connection could not be made (refused, timed out, name not
-    resolved), since the server cannot have seen it; reads and lists
-    (``tools/list``, ``resources/read``, ``ping``, the handshake...) also after
-    a 502/503/504 (honouring ``Retry-After`` up to 30 s) or a reset connection.
-    A ``tools/call`` or any other request that may change something is never
-    sent twice on such an answer: a 503 does not prove the server did nothing.
+    resolved) or whose write failed before all of it was sent, since the
+    server cannot have run it; reads and lists (``tools/list``,
+    ``resources/read``, ``ping``, the handshake...) also after a 502/503/504
+    (honouring ``Retry-After`` up to 30 s) or a connection reset or ended
+    after the request was written. A ``tools/call`` or any other request that
+    may change something is never sent twice on such an answer: a 503 does
+    not prove the server did nothing. What is left of a connection failure
+    raises :class:`~mcp_sync.ServerUnreachable` (a ``ServerUnavailable``, with
+    ``may_have_run``), as during a server restart.
     A legacy request the server refuses because it no longer knows the
     session (404, or a 400 saying so, as after a server restart) is sent again
     once on a new session. Redirects are followed only to the same origin, and
