@@ -14,6 +14,7 @@
     │   └── SessionExpiredError      legacy HTTP session gone and the request is unsafe to repeat
     ├── ProtocolError                the answer is not valid MCP / JSON-RPC, or too large (.status: an HTTP status)
     │   └── ServerUnavailable        HTTP 429/502/503/504 after the safe retries (.status .retry_after)
+    │       └── ServerUnreachable    HTTP: refused, reset or cut off before the answer (also a ConnectionClosed)
     ├── PaginationLimitError         max_pages pages walked, or a cursor repeated
     ├── InputRequiredError           the server asked for input no handler can give
     ├── ToolError                    call_tool(raise_on_error=True) got an isError result
@@ -337,6 +338,52 @@ class ServerUnavailable(ProtocolError):
     ) -> None:
         super().__init__(message, method=method, request_id=request_id, status=status)
         self.retry_after = retry_after
+
+
+class ServerUnreachable(ServerUnavailable, ConnectionClosed):
+    """An HTTP server could not be reached, or the connection broke before its answer (a
+    restart, a crash, a reset), still, after the client's own safe retries.
+
+    Both a :class:`ServerUnavailable` (one ``except`` maps every "not now" to 503 +
+    ``Retry-After``) and a :class:`ConnectionClosed` (what such failures raised before, so
+    ``except ConnectionClosed`` still catches them). ``status`` is None (no HTTP status
+    came), ``retry_after`` a hint of 1 s (the server gave none: a restart usually takes
+    about that).
+
+    ``may_have_run`` says whether the request may have reached the server. False: it
+    provably did not (the connect failed, or writing the request failed before all of it
+    was sent): the client sent it again itself, whatever the method, and this is what is
+    left after those retries. True: it was written and the answer never came (the stream
+    ended, the connection was reset while waiting): reads and lists were sent again, a
+    ``tools/call`` never is, as it may have run; whether to call again is yours to decide.
+
+    Example::
+
+        try:
+            result = client.call_tool("charge", {"amount": 5})
+        except mcp_sync.ServerUnreachable as e:
+            if e.may_have_run:
+                ...   # check before charging again
+            time.sleep(e.retry_after or 1.0)
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        may_have_run: bool = True,
+        retry_after: float | None = 1.0,
+        method: str | None = None,
+        request_id: Any = None,
+    ) -> None:
+        ServerUnavailable.__init__(
+            self, message, status=None, retry_after=retry_after, method=method, request_id=request_id
+        )
+        # ConnectionClosed's attributes: this is one too (no process, nothing on stderr)
+        self.exit_code: int | None = None
+        self.stderr_tail = ""
+        self.unread_input = 0
+        self.may_have_run = may_have_run
 
 
 class PaginationLimitError(MCPError):

@@ -143,7 +143,8 @@ def test_a_host_name_that_does_not_resolve_is_named(no_leaks: None) -> None:
 def test_a_tools_call_whose_connect_times_out_is_sent_again_then_named(blackhole: str, no_leaks: None) -> None:
     """A connect that times out proves the server saw nothing, so even a tools/call is tried
     again (max_retries=1: two connects of connect_timeout each); then the failure says
-    "connecting timed out" (it used to say only "timed out")."""
+    "connecting timed out" (it used to say only "timed out"), as a ServerUnreachable (#29.2: an
+    app maps it to 503) that says the call never reached the server."""
     sink = Sink()
     transport = HttpTransport(blackhole, connect_timeout=0.25, max_retries=1)
     transport.start(sink)
@@ -153,8 +154,9 @@ def test_a_tools_call_whose_connect_times_out_is_sent_again_then_named(blackhole
         elapsed = time.monotonic() - started
     finally:
         transport.close()
-    assert [(request_id, type(error)) for request_id, error in sink.failures] == [(1, mcp_sync.ConnectionClosed)]
+    assert [(request_id, type(error)) for request_id, error in sink.failures] == [(1, mcp_sync.ServerUnreachable)]
     assert str(sink.failures[0][1]).endswith("failed: connecting timed out")
+    assert sink.failures[0][1].may_have_run is False
     assert elapsed >= 0.5  # two connects, each given up after 0.25 s
 
 

@@ -62,13 +62,13 @@ def test_a_request_that_never_reached_a_server_is_a_failed_span_without_a_reques
     [span] = _spans(exporter, "tools/call echo")
     assert span.status.status_code is StatusCode.ERROR
     attributes = dict(span.attributes)
-    assert attributes["error.type"] == "mcp_sync.ConnectionClosed"
+    assert attributes["error.type"] == "mcp_sync.ServerUnreachable"  # a ConnectionClosed, since #29.2
     assert attributes["network.transport"] == "tcp" and attributes["server.port"] == port
     assert attributes["server.address"] == "127.0.0.1" and "jsonrpc.request.id" not in attributes
     points = [point for resource in reader.get_metrics_data().resource_metrics
               for scope in resource.scope_metrics for metric in scope.metrics
               if metric.name == "mcp.client.operation.duration" for point in metric.data.data_points]
-    assert any(point.attributes.get("error.type") == "mcp_sync.ConnectionClosed"
+    assert any(point.attributes.get("error.type") == "mcp_sync.ServerUnreachable"
                and point.attributes.get("server.port") == port for point in points)
 
 

@@ -31,6 +31,7 @@ from ..exceptions import (
     HandlerError,
     MCPError,
     ProtocolError,
+    ServerUnreachable,
     SessionExpiredError,
 )
 from ..transports.base import declared
@@ -79,7 +80,8 @@ _LIST_FLAG = {
     "tools/list": "toolsListChanged", "prompts/list": "promptsListChanged",
     "resources/list": "resourcesListChanged", "resources/templates/list": "resourcesListChanged",
 }
-#: Requests without side effects: re-sent once if their answer stream breaks (H13); never tools/call.
+#: Requests without side effects: re-sent once if their answer stream breaks (H13, and #29.2: a
+#: server restart in either era); never tools/call.
 _REPEATABLE = frozenset({
     "server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list",
     "resources/read", "prompts/get", "completion/complete", "tasks/get",
@@ -240,10 +242,16 @@ class Session:
                     checked=True,  # the facade checked every value it was given (CallOptions, check_json)
                 )
                 break
-            except ConnectionClosed:
+            except ConnectionClosed as exc:
                 # H13: a modern response stream that broke while the connection lives on is
-                # re-issued once, as a new request with a new id, if it is safe to repeat.
-                if attempt == 2 or not (engine.alive and negotiated.era == "modern" and method in _REPEATABLE):
+                # re-issued once, as a new request with a new id, if it is safe to repeat; so is
+                # a legacy one whose HTTP exchange broke after it was sent (#29.2: a restart). One
+                # that never got there was already sent again by the transport, as often as allowed.
+                if isinstance(exc, ServerUnreachable):
+                    broke = exc.may_have_run
+                else:
+                    broke = negotiated.era == "modern"
+                if attempt == 2 or not (engine.alive and broke and method in _REPEATABLE):
                     raise
                 log.info("mcp_sync: %s: the answer stream broke; sending it again", method)
         kind = result.get("resultType", "complete")  # J5: absent means complete

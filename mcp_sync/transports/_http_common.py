@@ -48,7 +48,14 @@ from .._options import check_request_headers
 from .._threads import Workers, join_quietly, spawn
 from .._urls import redact_url
 from .._version import __version__
-from ..exceptions import AuthorizationError, ConnectionClosed, MCPError, ProtocolError, ServerUnavailable
+from ..exceptions import (
+    AuthorizationError,
+    ConnectionClosed,
+    MCPError,
+    ProtocolError,
+    ServerUnavailable,
+    ServerUnreachable,
+)
 from ._sse_stream import BadBody, SseEvent, decoded_chunks, read_bounded, sse_events
 from .base import BaseTransport
 
@@ -264,7 +271,7 @@ if not any(type(f).__name__ == _RedactExchangeUrls.__name__ for f in _urllib3_lo
 class Slot:
     """One exchange another thread may abort. The worker binds it with :meth:`bound`."""
 
-    __slots__ = ("aborted", "conn", "deadline", "lock", "sock", "wake")
+    __slots__ = ("aborted", "conn", "deadline", "lock", "sock", "unsent", "wake")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -273,6 +280,9 @@ class Slot:
         self.aborted = False
         self.wake = threading.Event()  # set on abort: interrupts backoff sleeps too
         self.deadline: float | None = None  # when Deadlines aborts it (time.monotonic()): an auth flow keeps to it
+        #: The last request of this exchange was not fully written (its write, or the connect
+        #: before it, failed): the server cannot have read all of it, so it cannot have run it.
+        self.unsent = False
 
     def attach(self, conn: Any) -> None:
         """This exchange now uses ``conn`` (and its socket, if connected)."""
@@ -473,7 +483,28 @@ class _Tracking:
 
     def request(self, *args: Any, **kwargs: Any) -> Any:
         _track(self)
-        return super().request(*args, **kwargs)  # type: ignore[misc]
+        slot: Slot | None = getattr(_local, "slot", None)
+        if slot is None:
+            return super().request(*args, **kwargs)  # type: ignore[misc]
+        # Seen here, not by the caller: urllib3 swallows a reset or a broken pipe while writing
+        # (a server may answer early, then close) and reports only the failed read that follows.
+        # urllib3 writes the headers, then the body, each with sendall, which raises only with
+        # bytes still unsent: the server never had the whole request (Content-Length says how
+        # much it waits for), so it cannot have run it (#29.2).
+        slot.unsent = True
+        conn: Any = self
+        if conn.sock is not None and conn.proxy is None and not conn.is_connected:
+            # A kept-alive connection the server closed (or shut down by an abort) after urllib3
+            # looked at it in the pool: under many threads that look can be milliseconds old. A
+            # request written now would go out, then read the close as "no answer", which for a
+            # tools/call proves nothing. Closed here, as urllib3 does when its look sees it, the
+            # request goes out on a new connection (connected below), whatever its method, and
+            # costs no retry (#29.2). (A connection through a proxy is left to urllib3: its
+            # tunnel is set up before this.)
+            conn.close()
+        result = super().request(*args, **kwargs)  # type: ignore[misc]
+        slot.unsent = False
+        return result
 
     def getresponse(self, *args: Any, **kwargs: Any) -> Any:
         _track(self)  # keeps the socket: a close-delimited response makes http.client drop it
@@ -664,12 +695,15 @@ class HttpBase(BaseTransport):
         """One HTTP exchange with bounded retries; the response is streamed (caller closes it).
 
         A request is sent again, with exponential backoff, when it provably never
-        reached the server (a refused or timed-out connect, a failed DNS lookup).
-        Only when ``safe_to_resend`` (a read, a list, a GET) also after failures
-        that prove nothing either way: a connection reset mid-exchange, or
-        502/503/504 (honouring Retry-After). A ``tools/call`` answered 503 is
-        therefore never sent twice. Raises ConnectionClosed, ProtocolError
-        (cross-origin redirect) or Aborted.
+        reached the server (see :func:`connection_failure` for the rule): a refused
+        or timed-out connect, a failed DNS lookup, a write that failed before the
+        whole request was sent. Only when ``safe_to_resend`` (a read, a list, a GET)
+        also after failures that prove nothing either way: a connection reset or
+        ended after the request was written, or 429/502/503/504 (honouring
+        Retry-After). A ``tools/call`` answered 503 is therefore never sent twice.
+        Raises ServerUnreachable (what is left of connection failures),
+        ConnectionClosed (a refused TLS certificate), ProtocolError (cross-origin
+        redirect) or Aborted.
         """
         for attempt in range(self.max_retries + 1):
             if slot.aborted:
@@ -682,10 +716,13 @@ class HttpBase(BaseTransport):
             except STREAM_ERRORS as exc:
                 if slot.aborted:
                     raise Aborted from exc
-                never_sent = _connect_failure(exc)
+                never_sent = _connect_failure(exc) or slot.unsent
                 resend = never_sent or (safe_to_resend and isinstance(exc, requests.ConnectionError))
                 if last or not resend or _certificate_refused(exc):  # a refused certificate stays refused
-                    raise ConnectionClosed(f"{method} {redact_url(url)} failed: {describe_failure(exc)}") from exc
+                    raise connection_failure(f"{method} {redact_url(url)} failed", exc, may_have_run=not never_sent,
+                                             safe_to_resend=safe_to_resend) from exc
+                log.debug("mcp_sync: %s %s failed (%s); sending it again", method, redact_url(url),
+                          describe_failure(exc))
                 slot.sleep(min(0.1 * 2**attempt, 2.0))
                 continue
             if safe_to_resend and response.status_code in UNAVAILABLE and not last:
@@ -795,7 +832,7 @@ class HttpBase(BaseTransport):
         except BadBody as exc:
             raise ProtocolError(f"response from {self.safe_url}: {exc}") from exc
         except STREAM_ERRORS as exc:
-            raise ConnectionClosed(f"the response from {self.safe_url} broke off: {describe_failure(exc)}") from exc
+            raise connection_failure(f"the response from {self.safe_url} broke off", exc, may_have_run=True) from exc
         try:
             return json.loads(data)
         except (ValueError, RecursionError) as exc:
@@ -978,6 +1015,33 @@ def _certificate_refused(exc: BaseException) -> bool:
     """Whether the server's TLS certificate was not accepted (anywhere in the chain of causes):
     sending again would only be refused again, after a backoff for nothing."""
     return any(isinstance(cause, ssl.SSLCertVerificationError) for cause in _causes(exc))
+
+
+def connection_failure(
+    what: str, exc: BaseException, *, may_have_run: bool, safe_to_resend: bool = True
+) -> ConnectionClosed:
+    """The error for a request whose connection failed: ``what`` and why, as a
+    :class:`ServerUnreachable` (a ServerUnavailable an app maps to 503, and a ConnectionClosed).
+
+    The rule for "provably never reached the server" (``may_have_run=False``, #29.2): the
+    connect failed (refused, timed out, the name did not resolve), or writing the request
+    raised before all of it was sent (a reset or a broken pipe on a kept-alive connection
+    the server had closed). A connection the server closed while it idled in the pool is
+    caught before anything is written (urllib3 checks a pooled connection before reusing it,
+    and connects afresh), and then fails, if at all, as a connect. Everything else is "may
+    have run": once the whole request is written, an answer that never starts (the
+    connection ended or was reset, even on a reused connection, before the first byte) is
+    what a server that read the request and died looks like as well, so it proves nothing.
+
+    A refused TLS certificate is not an outage (sending again would be refused again): it
+    stays a plain ConnectionClosed.
+    """
+    why = describe_failure(exc)
+    if _certificate_refused(exc):
+        return ConnectionClosed(f"{what}: {why}")
+    if may_have_run and not safe_to_resend:
+        why += "; the request may have reached the server and run, so it was not sent again"
+    return ServerUnreachable(f"{what}: {why}", may_have_run=may_have_run)
 
 
 def _connect_failure(exc: BaseException) -> bool:

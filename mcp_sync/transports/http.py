@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from .._headers import encode_header_value
 from .._ids import normalize_id
-from ..exceptions import ConnectionClosed, MCPError, ProtocolError
+from ..exceptions import ConnectionClosed, MCPError, ProtocolError, ServerUnreachable
 from ._http_common import (
     DEFAULT_MAX_BYTES,
     ONEWAY_TIMEOUT,
@@ -136,11 +136,15 @@ class HttpTransport(LegacySession):
 
     Sending again (at most ``max_retries`` times, with backoff): any request
     whose connection could not be made (refused, timed out, name not
-    resolved), since the server cannot have seen it; reads and lists
-    (``tools/list``, ``resources/read``, ``ping``, the handshake...) also after
-    a 502/503/504 (honouring ``Retry-After`` up to 30 s) or a reset connection.
-    A ``tools/call`` or any other request that may change something is never
-    sent twice on such an answer: a 503 does not prove the server did nothing.
+    resolved) or whose write failed before all of it was sent, since the
+    server cannot have run it; reads and lists (``tools/list``,
+    ``resources/read``, ``ping``, the handshake...) also after a 502/503/504
+    (honouring ``Retry-After`` up to 30 s) or a connection reset or ended
+    after the request was written. A ``tools/call`` or any other request that
+    may change something is never sent twice on such an answer: a 503 does
+    not prove the server did nothing. What is left of a connection failure
+    raises :class:`~mcp_sync.ServerUnreachable` (a ``ServerUnavailable``, with
+    ``may_have_run``), as during a server restart.
     A legacy request the server refuses because it no longer knows the
     session (404, or a 400 saying so, as after a server restart) is sent again
     once on a new session. Redirects are followed only to the same origin, and
@@ -506,14 +510,19 @@ class HttpTransport(LegacySession):
                     raise Aborted
                 if modern or last_id is None or attempts >= self.max_resume_attempts:
                     why = " (a modern stream cannot be resumed)" if modern else ""  # H13
-                    raise ConnectionClosed(
+                    if method == "tools/call":
+                        why += "; the call may have run on the server, so it was not sent again"
+                    raise ServerUnreachable(  # sent, then cut off: it may have run (#29.2)
                         f"{method}: the response stream from {self.safe_url} ended before the answer{why}"
                     )
                 attempts += 1
                 slot.sleep(retry_ms / 1000 if retry_ms is not None else DEFAULT_RETRY_S)
                 if current is not response:
                     current.close()
-                current = self.exchange("GET", self.url, slot, headers=self._get_headers(last_id))
+                try:
+                    current = self.exchange("GET", self.url, slot, headers=self._get_headers(last_id))
+                except ServerUnreachable as exc:  # the GET never got there; the POST it resumes did
+                    raise ServerUnreachable(f"{method}: resuming its stream failed: {exc.message}") from exc
                 if current.status_code != 200 or content_type(current) != "text/event-stream":
                     raise ConnectionClosed(f"{method}: resuming the stream failed with HTTP {current.status_code}")
         finally:
