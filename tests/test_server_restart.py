@@ -25,12 +25,13 @@ import threading
 import time
 from typing import Any, Callable, Iterator
 
+import listening
 import pytest
 
 import mcp_sync
 from mcp_sync.transports.http import HttpTransport
 
-from conftest import PY, SDK_SERVER, free_port
+from conftest import PY, SDK_SERVER, refused_port
 from httpkit import FakeServer, RawServer, Reply, Request, Sink, read_request
 
 pytestmark = pytest.mark.timeout(120)
@@ -44,22 +45,10 @@ DOWN_S = 1.0
 MARGIN_S = 1.5
 
 
-def _start(port: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        [PY, SDK_SERVER, "http", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the SDK server exited with {proc.returncode}")
-        with socket.socket() as probe:
-            probe.settimeout(0.2)
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return proc
-        time.sleep(0.02)
-    _kill(proc)
-    raise RuntimeError(f"the SDK server did not listen on {port} within 30 s")
+def _start(port: int = 0) -> listening.Started:
+    """The SDK server on ``port``: 0 (a free port, said by the server) the first time, then the
+    port it had, when it is started again (a restart is on the same port)."""
+    return listening.start([PY, SDK_SERVER, "http", "--port", str(port)], ready_timeout=30)
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
@@ -70,14 +59,14 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def _server(port: int) -> Iterator[list[subprocess.Popen[bytes]]]:
-    procs = [_start(port)]
+def _server() -> Iterator[list[listening.Started]]:
+    started = [_start()]
     try:
-        yield procs
+        yield started
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                _kill(proc)
+        for each in started:
+            if each.proc.poll() is None:
+                _kill(each.proc)
 
 
 def _load(client: mcp_sync.Client, stop: threading.Event, log: list[tuple[float, float, Any]], n: int) -> None:
@@ -98,11 +87,10 @@ def _load(client: mcp_sync.Client, stop: threading.Event, log: list[tuple[float,
 
 @pytest.mark.parametrize("mode", ["modern", "legacy"])
 def test_restart_under_load(mode: str) -> None:
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
     log: list[tuple[float, float, Any]] = []
     stop = threading.Event()
-    with _server(port) as procs, mcp_sync.Client.http(url, mode=mode, cache=False, timeout=10) as client:
+    with _server() as servers, mcp_sync.Client.http(f"http://127.0.0.1:{servers[0].port}/mcp", mode=mode,
+                                                    cache=False, timeout=10) as client:
         assert client.list_tools().items  # connected before the load starts
         threads = [threading.Thread(target=_load, args=(client, stop, log, n)) for n in range(THREADS)]
         for thread in threads:
@@ -110,9 +98,9 @@ def test_restart_under_load(mode: str) -> None:
         try:
             time.sleep(1.5)
             killed = time.monotonic()
-            _kill(procs[0])
+            _kill(servers[0].proc)
             time.sleep(DOWN_S)
-            procs.append(_start(port))
+            servers.append(_start(servers[0].port))
             back = time.monotonic()
             time.sleep(2.0)
         finally:
@@ -174,8 +162,8 @@ def test_refused_connects_are_sent_again_then_raise_server_unreachable(no_leaks:
     """Nothing listens: the connects are refused, which proves the server saw nothing, so even a
     tools/call is tried again (max_retries times, with backoff); what is left is a
     ServerUnreachable (a ServerUnavailable, a ConnectionClosed) that says it never ran."""
-    url = f"http://127.0.0.1:{free_port()}/mcp"
-    sink, elapsed = _send(url, "tools/call", {"name": "charge"}, max_retries=2)
+    with refused_port() as port:
+        sink, elapsed = _send(f"http://127.0.0.1:{port}/mcp", "tools/call", {"name": "charge"}, max_retries=2)
     [(request_id, error)] = sink.failures
     assert request_id == 7 and isinstance(error, mcp_sync.ServerUnreachable)
     assert isinstance(error, mcp_sync.ServerUnavailable) and isinstance(error, mcp_sync.ConnectionClosed)
