@@ -308,7 +308,8 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         Example: ``client.close()`` (a ``with mcp_sync.Client.stdio(...) as client:`` block does it on exit)
         """
         self._session.connection.close()
-        self._views.close(self._session.connection.lock)  # the legacy sessions of its views (#19.1)
+        connection = self._session.connection
+        self._views.close(connection.lock, connection.name)  # the legacy sessions of its views (#19.1)
 
     def bind(self, *, headers: Mapping[str, str] | None = None, auth: Any = None) -> BoundClient:
         """A view of this client that sends its own credentials (HTTP): :class:`BoundClient`.
