@@ -329,8 +329,11 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         On a legacy HTTP server, whose sessions belong to the credentials that
         opened them, a view with other credentials gets its own session
         (``Mcp-Session-Id``), made on first use and reused by views with equal
-        credentials (the same headers and the same ``auth`` object; at most 64,
-        the least recently used closed first). A view has no ``close()``:
+        credentials (the same headers and the same ``auth`` object; at most
+        ``max_view_sessions`` of :meth:`http`, 64 by default, the least recently
+        used closed first, in the background; it opens no GET stream until a
+        ``listen()`` needs one, unless the client has handlers that listen).
+        A view has no ``close()``:
         closing the client ends its views (their requests raise
         :class:`ClientStateError`). Making a view costs no request; views are
         thread-safe. On stdio: TypeError (no headers there).
