@@ -5,7 +5,9 @@ with that user's token, ``client.bind(headers={"Authorization": f"Bearer user-{i
 ``whoami`` (which answers with the credential that reached the server, so every answer is checked:
 a user must only ever see their own). ``--users`` users (100), ``--threads`` threads (16, as a
 gunicorn ``--threads 16`` worker serves them) share ``--requests`` requests (2,000), each for a
-user drawn at random (seeded, the same sequence for both eras).
+user drawn at random (seeded, the same sequence for both eras), or with ``--order round-robin``
+each user in turn (0, 1, ..., 99, 0, ...), where a cap below the user count evicts every session
+before its user comes back.
 
 Each era gets a fresh ``tests/servers/sdk_server.py http`` (mcp==2.3.0 MCPServer under uvicorn,
 one process; it serves both eras on /mcp) with ``--http-log``, so what the client made the
@@ -106,7 +108,10 @@ def counts(log_path: str) -> dict[str, int]:
 
 def one_run(era: str, args: argparse.Namespace) -> dict[str, Any]:
     """``args.requests`` requests by ``args.threads`` threads through one client of a fresh server."""
-    users = random.Random(29).choices(range(args.users), k=args.requests)
+    if args.order == "round-robin":  # user 0, 1, ..., 99, 0, 1, ...: a cap below the user count never hits
+        users = [index % args.users for index in range(args.requests)]
+    else:
+        users = random.Random(29).choices(range(args.users), k=args.requests)
     options: dict[str, Any] = {"mode": era}
     if args.max_view_sessions is not None:
         if "max_view_sessions" not in inspect.signature(mcp_sync.Client.http).parameters:
@@ -174,6 +179,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=16)
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--order", choices=("random", "round-robin"), default="random",
+                        help="which user each request is for (random: seeded, the same for both eras)")
     parser.add_argument("--max-view-sessions", type=int, default=None,
                         help="the client's cap (default: the client's default; the bench sets --users if supported)")
     parser.add_argument("--json", default=None, help="also write every run's figures to this file")
@@ -189,8 +196,8 @@ def main() -> None:
     figures = ("calls_s", "p50_ms", "p95_ms", "close_s", "sessions", "gets", "deletes", "wrong", "errors")
     median = {era: {f: statistics.median(r[f] for r in runs[era]) for f in figures} for era in ERAS}
     cap = args.max_view_sessions if args.max_view_sessions is not None else "default (64)"
-    print(f"{args.users} users, {args.threads} threads, {args.requests} requests, max_view_sessions={cap}, "
-          f"median of {args.rounds} rounds\n")
+    print(f"{args.users} users ({args.order}), {args.threads} threads, {args.requests} requests, "
+          f"max_view_sessions={cap}, median of {args.rounds} rounds\n")
     print("| era | calls/s | p50 ms | p95 ms | close s | sessions opened | GET streams | DELETEs | wrong | errors |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for era in ERAS:

@@ -270,9 +270,8 @@ class HttpTransport(LegacySession):
     def open_server_stream(self) -> None:
         """Open the legacy GET stream now if the handshake did not (deferred), and wait (at most
         ``LISTEN_READY_WAIT`` s) until the server answers it, so what it sends next is heard."""
-        delegate = self._delegate
-        if delegate is not None or self._era != "legacy" or self._session_id is None:
-            return  # HTTP+SSE's stream is the connection; a modern server has none
+        if not self._listen_deferred or self._delegate is not None or self._era != "legacy":
+            return  # opened at the handshake; HTTP+SSE's stream is the connection; modern has none
         with self._lock:
             already = self._listening
         if not already:
