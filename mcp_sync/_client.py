@@ -855,8 +855,10 @@ class BoundClient(Client):
         view = cls.__new__(cls)
         url = (client._recipe[1].get("url") if client._recipe else None) or client._session.connection.target
         own: Callable[[], Session] | None = None
+        lease: Callable[[], tuple[Session, Callable[[], None]]] | None = None
         if headers or auth is not None:
             own = functools.partial(client._views.session_for, client, headers, auth)
+            lease = functools.partial(client._views.lease, client, headers, auth)
 
         def request_headers() -> dict[str, str | None]:
             if auth is None:
@@ -866,7 +868,7 @@ class BoundClient(Client):
             made = check_request_headers(auth_headers(auth, url), "bind(auth=...)") or {}
             return {AUTHORIZATION: None, **headers, **made}
 
-        view._session = BoundSession(client._session, headers=request_headers, own_session=own)
+        view._session = BoundSession(client._session, headers=request_headers, own_session=own, lease=lease)
         view._parent, view._binding = client, (headers, auth)
         view._recipe, view._views = None, ViewSessions()
         return view

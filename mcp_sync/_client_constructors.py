@@ -436,7 +436,9 @@ class ViewSessions:
     client's ``max_view_sessions`` are kept (64 by default): past that the least recently used
     is closed, on a closer thread, so the request that evicted it never waits for its DELETE
     (up to ``VIEW_CLOSERS`` threads; with a backlog as long as the cap, the evicting request
-    closes it itself, which bounds what a slow server can make pile up). Such a session opens
+    closes it itself, which bounds what a slow server can make pile up). Requests hold their
+    session (:meth:`lease`): one evicted while requests are on it (more users at once than the
+    cap) is closed when the last of them is done, never under them. Such a session opens
     its GET stream only on need (:func:`view_needs_server_stream`). Thread-safe under the
     client's connection lock; ``close()`` ends every session and joins the closers.
     """
@@ -447,9 +449,21 @@ class ViewSessions:
         self._retired_lock = threading.Lock()
         self._closers: Workers | None = None  # made at the first eviction
         self._running = 0  # closer threads at work
+        self._leases: dict[int, int] = {}  # id(client) -> its requests under way (see lease)
+        self._in_use: dict[int, Any] = {}  # id(client) -> an evicted client whose requests are under way
+        self._server, self._cap = "views", MAX_VIEW_SESSIONS  # of the last request: the closers' name, the backlog
 
     def session_for(self, client: Any, headers: dict[str, str], auth: Any) -> Session:
         """The session of ``headers`` and ``auth`` on ``client``'s server (made on first use)."""
+        return self._own(client, headers, auth, lease=False)._session  # type: ignore[no-any-return]
+
+    def lease(self, client: Any, headers: dict[str, str], auth: Any) -> tuple[Session, Callable[[], None]]:
+        """:meth:`session_for` for one request, and what to call when it is done: a session evicted
+        meanwhile is closed only once its last request is done (never under a request)."""
+        own = self._own(client, headers, auth, lease=True)
+        return own._session, functools.partial(self._release, own)
+
+    def _own(self, client: Any, headers: dict[str, str], auth: Any, *, lease: bool) -> Any:
         key = credential_of(headers, auth)
         connection = client._session.connection
         with connection.lock:
@@ -468,22 +482,40 @@ class ViewSessions:
                 own = getattr(type(client), constructor)(**{**recipe, "headers": merged, "auth": own_auth})
                 own._session.connection.server_stream_on_demand = not view_needs_server_stream(recipe)
             self._clients[key] = own
-            cap = recipe.get("max_view_sessions", MAX_VIEW_SESSIONS)
+            if lease:
+                with self._retired_lock:
+                    self._leases[id(own)] = self._leases.get(id(own), 0) + 1
+            self._server = connection.name
+            self._cap = cap = recipe.get("max_view_sessions", MAX_VIEW_SESSIONS)
             doomed = list(self._clients)[:-cap]
             evicted = [self._clients.pop(each) for each in doomed]
         for each in evicted:
-            self._retire(each, connection.name, cap)
-        return own._session  # type: ignore[no-any-return]
+            self._retire(each)
+        return own
 
-    def _retire(self, evicted: Any, server: str, cap: int) -> None:
-        """Close ``evicted`` on a closer thread (the caller goes on with its request)."""
+    def _release(self, own: Any) -> None:
+        """A request on ``own``'s session is done: close it now if it was evicted meanwhile."""
         with self._retired_lock:
-            queued = len(self._retired) < cap
+            left = self._leases.pop(id(own), 1) - 1
+            if left:
+                self._leases[id(own)] = left
+            evicted = self._in_use.pop(id(own), None) if not left else None
+        if evicted is not None:
+            self._retire(evicted)
+
+    def _retire(self, evicted: Any) -> None:
+        """Close ``evicted`` on a closer thread (the caller goes on with its request); one still
+        serving a request is closed when that request is done (:meth:`_release`)."""
+        with self._retired_lock:
+            if self._leases.get(id(evicted)):
+                self._in_use[id(evicted)] = evicted
+                return
+            queued = len(self._retired) < self._cap
             if queued:
                 self._retired.append(evicted)
         if not queued:  # a backlog as long as the cap: the server is slow to end sessions
             evicted.close()
-        elif not self._start_closers(server, VIEW_CLOSERS):  # the client is closing: close() drains the rest
+        elif not self._start_closers(self._server, VIEW_CLOSERS):  # the client is closing: close() drains the rest
             self._drain()
 
     def _start_closers(self, server: str, wanted: int) -> bool:
@@ -518,6 +550,8 @@ class ViewSessions:
             clients, self._clients = list(self._clients.values()), {}
         with self._retired_lock:
             self._retired.extend(clients)
+            self._retired.extend(self._in_use.values())  # their requests end now, with the client
+            self._in_use.clear()
             pending = len(self._retired)
         if pending > 1:  # in parallel: each may wait on a slow server's DELETE (up to about 4 s)
             self._start_closers(server, min(pending - 1, VIEW_CLOSERS_AT_CLOSE))

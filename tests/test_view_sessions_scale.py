@@ -201,3 +201,28 @@ def test_100_users_2000_requests_open_at_most_100_sessions(legacy: tuple[str, Pa
         assert after["initialize"] - before["initialize"] <= 100
         assert after["GET"] == before["GET"]
         assert after["DELETE"] == before["DELETE"]
+
+
+def test_a_session_evicted_under_a_request_is_closed_only_after_it(legacy: tuple[str, Path], no_leaks: None) -> None:
+    """More users at once than the cap (4 users, cap 2, 8 threads): sessions are evicted while
+    other threads' requests are on them; those requests still get their answers (the session is
+    closed once its last request is done), and every answer is the asking user's."""
+    url, _ = legacy
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    with mcp_sync.Client.http(url, mode="legacy", max_view_sessions=2) as client:
+
+        def work(first: int) -> None:
+            for turn in range(30):
+                try:
+                    whoami(client, f"user-{(first + turn) % 4}")
+                except BaseException as exc:  # the assertion is made on the test's thread
+                    with lock:
+                        errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(first,)) for first in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+    assert not errors, [f"{type(error).__name__}: {error}" for error in errors[:3]]
