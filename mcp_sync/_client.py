@@ -308,7 +308,8 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         Example: ``client.close()`` (a ``with mcp_sync.Client.stdio(...) as client:`` block does it on exit)
         """
         self._session.connection.close()
-        self._views.close(self._session.connection.lock)  # the legacy sessions of its views (#19.1)
+        connection = self._session.connection
+        self._views.close(connection.lock, connection.name)  # the legacy sessions of its views (#19.1)
 
     def bind(self, *, headers: Mapping[str, str] | None = None, auth: Any = None) -> BoundClient:
         """A view of this client that sends its own credentials (HTTP): :class:`BoundClient`.
@@ -328,8 +329,11 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         On a legacy HTTP server, whose sessions belong to the credentials that
         opened them, a view with other credentials gets its own session
         (``Mcp-Session-Id``), made on first use and reused by views with equal
-        credentials (the same headers and the same ``auth`` object; at most 64,
-        the least recently used closed first). A view has no ``close()``:
+        credentials (the same headers and the same ``auth`` object; at most
+        ``max_view_sessions`` of :meth:`http`, 64 by default, the least recently
+        used closed first, in the background; it opens no GET stream until a
+        ``listen()`` needs one, unless the client has handlers that listen).
+        A view has no ``close()``:
         closing the client ends its views (their requests raise
         :class:`ClientStateError`). Making a view costs no request; views are
         thread-safe. On stdio: TypeError (no headers there).
@@ -858,8 +862,10 @@ class BoundClient(Client):
         view = cls.__new__(cls)
         url = (client._recipe[1].get("url") if client._recipe else None) or client._session.connection.target
         own: Callable[[], Session] | None = None
+        lease: Callable[[], tuple[Session, Callable[[], None]]] | None = None
         if headers or auth is not None:
             own = functools.partial(client._views.session_for, client, headers, auth)
+            lease = functools.partial(client._views.lease, client, headers, auth)
 
         def request_headers() -> dict[str, str | None]:
             if auth is None:
@@ -869,7 +875,7 @@ class BoundClient(Client):
             made = check_request_headers(auth_headers(auth, url), "bind(auth=...)") or {}
             return {AUTHORIZATION: None, **headers, **made}
 
-        view._session = BoundSession(client._session, headers=request_headers, own_session=own)
+        view._session = BoundSession(client._session, headers=request_headers, own_session=own, lease=lease)
         view._parent, view._binding = client, (headers, auth)
         view._recipe, view._views = None, ViewSessions()
         return view

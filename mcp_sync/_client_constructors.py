@@ -10,6 +10,9 @@ and a view with other credentials can open a session of its own (#19.1).
 
 from __future__ import annotations
 
+import collections
+import functools
+import logging
 import os
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
@@ -18,6 +21,7 @@ from ._headers import AUTHORIZATION
 from ._notebook import replace_earlier, untracked
 from ._options import ProgressCallback, Roots, check_request_headers, credential_of  # noqa: F401  (ProgressCallback: hints)
 from ._protocol.connection import ClientState
+from ._threads import Workers
 from ._values import check_env, command_line, http_options
 from ._worker_clients import unpickle_client  # noqa: F401  (what a Client pickles to; #29.1)
 from .exceptions import ClientStateError, MCPError
@@ -28,8 +32,11 @@ if TYPE_CHECKING:
 
 _C = TypeVar("_C", bound="ClientConstructors")
 
-#: The most legacy HTTP sessions one client keeps for its views' credentials (least recently used closed).
+#: The default of ``max_view_sessions``: the most legacy HTTP sessions one client keeps for its
+#: views' credentials (least recently used closed).
 MAX_VIEW_SESSIONS = 64
+
+log = logging.getLogger("mcp_sync")
 
 
 class ClientConstructors:
@@ -214,6 +221,7 @@ class ClientConstructors:
         proxies: Mapping[str, str] | None = None,
         connect_timeout: float = 10.0,
         max_retries: int = 3,
+        max_view_sessions: int = MAX_VIEW_SESSIONS,
         name: str | None = None,
         client_info: Mapping[str, Any] | None = None,
         mode: str = "auto",
@@ -245,7 +253,13 @@ class ClientConstructors:
         HTTP options: ``session`` (your ``requests.Session``, used as is),
         ``verify`` (bool or CA bundle path), ``cert``, ``proxies``,
         ``connect_timeout`` (seconds) and ``max_retries`` (only where nothing
-        reached the server). The other options are the :class:`Client` options.
+        reached the server). ``max_view_sessions``: on a legacy server, the
+        most sessions kept for views with their own credentials
+        (:meth:`Client.bind`), one per credential; set it to the number of
+        users your app serves at once (past it, the least recently used
+        session is closed, in the background, and made again on its next
+        request). A whole number >= 1, 64 by default. The other options are
+        the :class:`Client` options.
 
         Example::
 
@@ -259,6 +273,7 @@ class ClientConstructors:
             connect_timeout=connect_timeout, max_retries=max_retries,
         )
         check_request_headers(headers, "Client.http", none_leaves_out=True)  # now, not at the first request
+        check_max_view_sessions(max_view_sessions, "Client.http")
         return _with_recipe("http", recipe, cls(
             lambda: HttpTransport(url, headers=headers, auth=auth, max_message_bytes=max_message_bytes,
                                   **transport_options),
@@ -285,6 +300,7 @@ class ClientConstructors:
         proxies: Mapping[str, str] | None = None,
         connect_timeout: float = 10.0,
         max_retries: int = 3,
+        max_view_sessions: int = MAX_VIEW_SESSIONS,
         name: str | None = None,
         client_info: Mapping[str, Any] | None = None,
         mode: str = "legacy",
@@ -313,7 +329,8 @@ class ClientConstructors:
     ) -> _C:
         """A client for a deprecated HTTP+SSE (2024-11-05) server; always legacy.
 
-        Takes the HTTP options of :meth:`http` and the :class:`Client` options.
+        Takes the HTTP options of :meth:`http` (``max_view_sessions`` included)
+        and the :class:`Client` options.
 
         Example::
 
@@ -327,6 +344,7 @@ class ClientConstructors:
             connect_timeout=connect_timeout, max_retries=max_retries,
         )
         check_request_headers(headers, "Client.sse", none_leaves_out=True)  # now, not at the first request
+        check_max_view_sessions(max_view_sessions, "Client.sse")
         return _with_recipe("sse", recipe, cls(
             lambda: SseTransport(url, headers=headers, auth=auth, max_message_bytes=max_message_bytes,
                                  **transport_options),
@@ -369,30 +387,91 @@ def pickle_recipe(what: str, recipe: Mapping[str, Any]) -> None:
             ) from exc
 
 
+#: Threads that close evicted view sessions at once (each close may wait on a slow server's DELETE),
+#: and how many close them all when the client closes.
+VIEW_CLOSERS, VIEW_CLOSERS_AT_CLOSE = 4, 16
+
+#: The longest a client's close() waits for the closing of its views' sessions (seconds): each close is
+#: bounded (a DELETE ends within about 4 s), so this bounds a backlog that a slow server made.
+VIEW_CLOSE_WAIT = 10.0
+
+#: The Client options that make a view's legacy session need the server's messages outside its
+#: requests (notifications, the server's own requests): with any of them set, its GET stream opens
+#: at once, as the client's own does.
+_LISTENING_OPTIONS = ("on_notification", "on_sampling", "on_elicitation", "on_roots", "log_level", "host_tasks")
+
+
+def check_max_view_sessions(value: Any, where: str) -> None:
+    """ValueError unless ``value`` is a whole number >= 1 (a bool is not one)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{where}: max_view_sessions must be a whole number >= 1, not {value!r}")
+
+
+def view_needs_server_stream(recipe: Mapping[str, Any]) -> bool:
+    """True when a view's legacy session, made from ``recipe``, opens its GET stream at once (#29.3).
+
+    The rule: a session made for a view's credentials opens no GET stream (the stream of the
+    server's messages outside any request) unless the client was made with something that
+    listens to such messages: ``on_notification``, ``on_sampling``, ``on_elicitation``,
+    ``on_roots``, a ``log_level`` or ``host_tasks``. Otherwise the stream opens on demand, when a
+    ``listen()`` or a resource subscription is made through the view. What a request needs from
+    the server on the way (its answer, its progress, an elicitation or sampling request about
+    it) comes on the POST's own stream, GET stream or not. Without the stream a view's cached
+    lists are not kept until they change (nothing would say they did): they are fetched again.
+    The 2025-11-25 spec lets a client skip the GET stream (it MAY issue one).
+
+    Example: ``view_needs_server_stream({"url": url, "on_roots": None})`` is False.
+    """
+    return any(recipe.get(option) not in (None, False) for option in _LISTENING_OPTIONS)
+
+
 class ViewSessions:
-    """The legacy HTTP sessions of one client's views, one per credential (#19.1).
+    """The legacy HTTP sessions of one client's views, one per credential (#19.1, #29.3).
 
     A legacy server ties a session to the credentials that opened it, so a view with other
     credentials gets a client of its own, made like the viewed one (its recipe) with those
-    credentials, reused by views with equal credentials, closed with the client. Thread-safe
-    under the client's connection lock.
+    credentials, reused by views with equal credentials, closed with the client. At most the
+    client's ``max_view_sessions`` are kept (64 by default): past that the least recently used
+    is closed, on a closer thread, so the request that evicted it never waits for its DELETE
+    (up to ``VIEW_CLOSERS`` threads; with a backlog as long as the cap, the evicting request
+    closes it itself, which bounds what a slow server can make pile up). Requests hold their
+    session (:meth:`lease`): one evicted while requests are on it (more users at once than the
+    cap) is closed when the last of them is done, never under them. Such a session opens
+    its GET stream only on need (:func:`view_needs_server_stream`). Thread-safe under the
+    client's connection lock; ``close()`` ends every session and joins the closers.
     """
 
     def __init__(self) -> None:
         self._clients: dict[Any, Any] = {}  # credential -> the client holding its session, LRU last
+        self._retired: collections.deque[Any] = collections.deque()  # evicted, waiting for a closer
+        self._retired_lock = threading.Lock()
+        self._closers: Workers | None = None  # made at the first eviction
+        self._running = 0  # closer threads at work
+        self._leases: dict[int, int] = {}  # id(client) -> its requests under way (see lease)
+        self._in_use: dict[int, Any] = {}  # id(client) -> an evicted client whose requests are under way
+        self._server, self._cap = "views", MAX_VIEW_SESSIONS  # of the last request: the closers' name, the backlog
 
     def session_for(self, client: Any, headers: dict[str, str], auth: Any) -> Session:
         """The session of ``headers`` and ``auth`` on ``client``'s server (made on first use)."""
+        return self._own(client, headers, auth, lease=False)._session  # type: ignore[no-any-return]
+
+    def lease(self, client: Any, headers: dict[str, str], auth: Any) -> tuple[Session, Callable[[], None]]:
+        """:meth:`session_for` for one request, and what to call when it is done: a session evicted
+        meanwhile is closed only once its last request is done (never under a request)."""
+        own = self._own(client, headers, auth, lease=True)
+        return own._session, functools.partial(self._release, own)
+
+    def _own(self, client: Any, headers: dict[str, str], auth: Any, *, lease: bool) -> Any:
         key = credential_of(headers, auth)
         connection = client._session.connection
         with connection.lock:
             if connection.state is ClientState.CLOSED:
                 raise ClientStateError("the client this view was bound from is closed")
+            if client._recipe is None:
+                raise TypeError("bind: a client built on a transport object cannot open sessions for views")
+            constructor, recipe = client._recipe
             own = self._clients.pop(key, None)
             if own is None:
-                if client._recipe is None:
-                    raise TypeError("bind: a client built on a transport object cannot open sessions for views")
-                constructor, recipe = client._recipe
                 merged, own_auth = {**(recipe.get("headers") or {}), **headers}, recipe.get("auth")
                 if auth is not None or AUTHORIZATION in headers:  # the view's credential, never the client's
                     own_auth = auth
@@ -400,16 +479,83 @@ class ViewSessions:
                         merged = {n: v for n, v in merged.items() if n.lower() != "authorization"}
                 with untracked():  # the client closes its views' sessions, not a re-run cell (#29.4)
                     own = getattr(type(client), constructor)(**{**recipe, "headers": merged, "auth": own_auth})
+                own._session.connection.server_stream_on_demand = not view_needs_server_stream(recipe)
             self._clients[key] = own
-            doomed = list(self._clients)[:-MAX_VIEW_SESSIONS]
-            closing = [self._clients.pop(each) for each in doomed]
-        for each in closing:
-            each.close()
-        return own._session  # type: ignore[no-any-return]
+            if lease:
+                with self._retired_lock:
+                    self._leases[id(own)] = self._leases.get(id(own), 0) + 1
+            self._server = connection.name
+            self._cap = cap = recipe.get("max_view_sessions", MAX_VIEW_SESSIONS)
+            doomed = list(self._clients)[:-cap]
+            evicted = [self._clients.pop(each) for each in doomed]
+        for each in evicted:
+            self._retire(each)
+        return own
 
-    def close(self, lock: threading.RLock) -> None:
-        """Close every view's session (the client is closing)."""
+    def _release(self, own: Any) -> None:
+        """A request on ``own``'s session is done: close it now if it was evicted meanwhile."""
+        with self._retired_lock:
+            left = self._leases.pop(id(own), 1) - 1
+            if left:
+                self._leases[id(own)] = left
+            evicted = self._in_use.pop(id(own), None) if not left else None
+        if evicted is not None:
+            self._retire(evicted)
+
+    def _retire(self, evicted: Any) -> None:
+        """Close ``evicted`` on a closer thread (the caller goes on with its request); one still
+        serving a request is closed when that request is done (:meth:`_release`)."""
+        with self._retired_lock:
+            if self._leases.get(id(evicted)):
+                self._in_use[id(evicted)] = evicted
+                return
+            queued = len(self._retired) < self._cap
+            if queued:
+                self._retired.append(evicted)
+        if not queued:  # a backlog as long as the cap: the server is slow to end sessions
+            evicted.close()
+        elif not self._start_closers(self._server, VIEW_CLOSERS):  # the client is closing: close() drains the rest
+            self._drain()
+
+    def _start_closers(self, server: str, wanted: int) -> bool:
+        """Have ``wanted`` closer threads at work (starting what is missing); False once closed."""
+        with self._retired_lock:
+            if self._closers is None:
+                self._closers = Workers(server)
+            while self._running < min(wanted, len(self._retired)):
+                if self._closers.spawn(functools.partial(self._drain, True), "view-closer") is None:
+                    return False
+                self._running += 1
+            return True
+
+    def _drain(self, closer: bool = False) -> None:
+        """Close evicted sessions until none is left (on a closer thread when ``closer``)."""
+        while True:
+            with self._retired_lock:
+                if not self._retired:
+                    if closer:  # under the lock that queues: a session queued from now on gets a closer
+                        self._running -= 1
+                    return
+                evicted = self._retired.popleft()
+            try:
+                evicted.close()
+            except Exception:  # closing never fails the closer: the others still get closed
+                log.debug("mcp_sync: closing a view's session failed", exc_info=True)
+
+    def close(self, lock: threading.RLock, server: str) -> None:
+        """Close every view's session (the client is closing), the evicted ones included: on the
+        closer threads and this one, then join the closers (``VIEW_CLOSE_WAIT`` s at most)."""
         with lock:
             clients, self._clients = list(self._clients.values()), {}
-        for each in clients:
-            each.close()
+        with self._retired_lock:
+            self._retired.extend(clients)
+            self._retired.extend(self._in_use.values())  # their requests end now, with the client
+            self._in_use.clear()
+            pending = len(self._retired)
+        if pending > 1:  # in parallel: each may wait on a slow server's DELETE (up to about 4 s)
+            self._start_closers(server, min(pending - 1, VIEW_CLOSERS_AT_CLOSE))
+        self._drain()
+        with self._retired_lock:
+            closers, self._closers = self._closers, None  # a client opened again makes new ones
+        if closers is not None:
+            closers.close(VIEW_CLOSE_WAIT)  # those still closing one: each close is bounded

@@ -18,7 +18,9 @@ from .exceptions import MCPError
 Target = Union[str, Sequence[str], Mapping[str, Any]]
 
 #: remote-entry keys handed to Client.http / Client.sse as keyword options
-HTTP_OPTIONS = ("auth", "session", "verify", "cert", "proxies", "connect_timeout", "max_retries")
+HTTP_OPTIONS = (
+    "auth", "session", "verify", "cert", "proxies", "connect_timeout", "max_retries", "max_view_sessions",
+)
 _SCRIPT_RUNNERS = {".py": "python", ".js": "node", ".mjs": "node", ".cjs": "node"}
 
 
@@ -57,6 +59,7 @@ def connect(
     proxies: Mapping[str, str] | None = NOT_GIVEN,
     connect_timeout: float = NOT_GIVEN,
     max_retries: int = NOT_GIVEN,
+    max_view_sessions: int = NOT_GIVEN,
     name: str | None = NOT_GIVEN,
     client_info: Mapping[str, Any] | None = NOT_GIVEN,
     mode: str = NOT_GIVEN,
@@ -91,7 +94,7 @@ def connect(
     or ``{"url": ..., "headers": {...}, "type": "sse"}`` (``type`` or
     ``transport``: ``stdio``, ``http``, ``streamable-http``, ``sse``; a remote
     entry may also carry the HTTP options ``verify``, ``cert``, ``proxies``,
-    ``connect_timeout``, ``max_retries``). A whole config file (its path, or
+    ``connect_timeout``, ``max_retries``, ``max_view_sessions``). A whole config file (its path, or
     its dict) with a single server connects to that server. When the command
     is an existing ``.py`` file it runs with this interpreter;
     ``.js``/``.mjs``/``.cjs`` files run with ``node``.
@@ -222,6 +225,7 @@ def shared(
     proxies: Mapping[str, str] | None = NOT_GIVEN,
     connect_timeout: float = NOT_GIVEN,
     max_retries: int = NOT_GIVEN,
+    max_view_sessions: int = NOT_GIVEN,
     name: str | None = NOT_GIVEN,
     client_info: Mapping[str, Any] | None = NOT_GIVEN,
     mode: str = NOT_GIVEN,

@@ -222,6 +222,7 @@ class ClientGroup(LLMFormatsMixin):
         proxies: Mapping[str, str] | None = NOT_GIVEN,
         connect_timeout: float = NOT_GIVEN,
         max_retries: int = NOT_GIVEN,
+        max_view_sessions: int = NOT_GIVEN,
         name: str | None = NOT_GIVEN,
         client_info: Mapping[str, Any] | None = NOT_GIVEN,
         mode: str = NOT_GIVEN,

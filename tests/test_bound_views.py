@@ -13,7 +13,6 @@ import json
 import pytest
 
 import mcp_sync
-from mcp_sync import _client_constructors
 
 from httpkit import FakeServer
 
@@ -91,14 +90,11 @@ def test_a_views_raw_requests_carry_its_credentials_until_the_client_closes() ->
         assert len(server.seen("tools/list")) == 3  # nothing sent after the close
 
 
-def test_the_least_recently_used_view_session_is_closed_first(
-    sdk_http_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_least_recently_used_view_session_is_closed_first(sdk_http_url: str) -> None:
     """A legacy server's sessions belong to their credentials: each view's is kept, up to a bound
-    (64; 2 here), and the least recently *used* one is closed when a new one is opened. A view
-    whose session was closed gets a new one on its next request."""
-    monkeypatch.setattr(_client_constructors, "MAX_VIEW_SESSIONS", 2)
-    with mcp_sync.Client.http(sdk_http_url, mode="legacy", timeout=30) as client:
+    (``max_view_sessions``, 64 by default; 2 here), and the least recently *used* one is closed
+    when a new one is opened. A view whose session was closed gets a new one on its next request."""
+    with mcp_sync.Client.http(sdk_http_url, mode="legacy", timeout=30, max_view_sessions=2) as client:
         views = {user: client.bind(headers={"Authorization": f"Bearer {user}"}) for user in ("ann", "bob", "cy")}
 
         def session_of(user: str) -> str:

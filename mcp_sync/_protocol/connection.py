@@ -154,6 +154,8 @@ class Connection:
         self.state = ClientState.NEW
         self.negotiated: Negotiated | None = None
         self.entered = 0  # nesting depth of `with client:` blocks; the outermost exit closes
+        #: Each transport defers its stream of server messages until a listen needs it (#29.3).
+        self.server_stream_on_demand = False
         self.res = self._new_resources()
         self._finalizer: weakref.finalize | None = None  # see finalizer_for: set by the client
         self._owner: weakref.ref[object] | None = None
@@ -297,6 +299,8 @@ class Connection:
             if self.res.dispatcher is None:
                 self.res.dispatcher = Dispatcher(self.name)
             dispatcher = self.res.dispatcher
+        if self.server_stream_on_demand:
+            declared(transport).defer_server_stream()
         if transport.name != self.name:
             try:
                 transport.name = self.name  # thread and logger names follow the client's name

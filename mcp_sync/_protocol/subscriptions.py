@@ -49,6 +49,7 @@ from .._engine import SUBSCRIPTION_ID, Engine
 from .._threads import Workers, join_quietly, spawn
 from ..cancellation import CancellationToken
 from ..exceptions import Cancelled, CapabilityError, ClientStateError, ConnectionClosed, MCPError, RequestTimeout
+from ..transports.base import declared
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -335,6 +336,9 @@ class Subscription:
         registry = self._registry
         with self._lock:
             self._uris_held = ()  # what an earlier session held is not held on this one
+        # Updates and list changes come on the session's stream of server messages, which a
+        # session that only made requests has not opened (#29.3): open it before subscribing.
+        declared(engine.transport).open_server_stream()
         try:
             for uri in self.requested.get("resourceSubscriptions", ()):
                 registry.hold(engine, negotiated, uri)

@@ -169,6 +169,16 @@ class BaseTransport:
         """Only where ``inline_sends`` is declared."""
         raise NotImplementedError(f"{type(self).__name__} declares no inline sends")
 
+    def defer_server_stream(self) -> None:
+        """Open no stream for the server's messages outside requests until :meth:`open_server_stream`
+        (called before the connection starts). Legacy Streamable HTTP: no GET stream at the
+        handshake (the spec lets a client skip it); elsewhere nothing changes (stdio's pipe and
+        HTTP+SSE's stream are the connection itself)."""
+
+    def open_server_stream(self) -> None:
+        """Open the stream of the server's messages outside requests now, if it was deferred
+        (:meth:`defer_server_stream`); waits a bounded time for the server to answer it. Idempotent."""
+
     def diagnostics(self) -> str:
         """What the server said that may explain a silence or an exit (stray output, its last
         stderr lines), or ``""``; the engine appends it to its errors."""

@@ -217,6 +217,7 @@ class HttpTransport(LegacySession):
         self._inflight: dict[Any, _InFlight] = {}
         self._listen_slot: Slot | None = None
         self._listening = False
+        self._listen_deferred = False  # no GET stream until open_server_stream() (#29.3)
         self._stream_epoch, self._stream_open = 0, False
         self._listen_ready = threading.Event()  # the GET stream answered (opened, or none offered)
         self._relied_on_cache = False  # skipped the probe because the origin's era was cached
@@ -262,6 +263,25 @@ class HttpTransport(LegacySession):
             self._delegate.configure(era=era, protocol_version=protocol_version)
         elif era == "modern" or self._saw_modern:  # only an auto detection teaches the cache anything
             _remember_era(self.url, era)
+
+    def defer_server_stream(self) -> None:
+        """A legacy session opens its GET stream only on :meth:`open_server_stream` (#29.3): the
+        spec's client MAY open it, and a session that only makes requests (a view's, with no
+        handlers) gets every answer and every message about its requests on the POST's own
+        stream. Called before the handshake."""
+        self._listen_deferred = True
+
+    def open_server_stream(self) -> None:
+        """Open the legacy GET stream now if the handshake did not (deferred), and wait (at most
+        ``LISTEN_READY_WAIT`` s) until the server answers it, so what it sends next is heard."""
+        if not self._listen_deferred or self._delegate is not None or self._era != "legacy":
+            return  # opened at the handshake; HTTP+SSE's stream is the connection; modern has none
+        with self._lock:
+            already = self._listening
+        if not already:
+            self._listen_ready.clear()
+            self._start_listening()
+        self._listen_ready.wait(LISTEN_READY_WAIT)
 
     def send(self, message: dict[str, Any], *, headers: Mapping[str, str | None] | None = None) -> None:
         """POST ``message``: a request on a worker thread, anything else on this thread."""
@@ -598,7 +618,7 @@ class HttpTransport(LegacySession):
             finally:
                 slot.finish()
                 response.close()
-        if method == "notifications/initialized" and version is None:
+        if method == "notifications/initialized" and version is None and not self._listen_deferred:
             self._start_listening()
 
     # -- HTTP+SSE fallback -------------------------------------------------------------------

@@ -5,6 +5,9 @@ Run:  python sdk_server.py stdio
       python sdk_server.py sse [--port N]    (HTTP+SSE, legacy only, on http://127.0.0.1:N/sse)
       Without --port (or with 0) the kernel picks a free port, said on stderr as ``LISTENING <port>``
       before the first accept (listening.py starts it so).
+      http options: --http-log FILE (one line per HTTP request: ``POST initialize|other``,
+      ``GET``, ``DELETE``, then its Mcp-Session-Id or ``-``), --delete-delay-ms N (each DELETE
+      is answered only after N ms: a server slow to end a session)
 
 Tools: echo, add (structured output), weather (structured output: an object), slow (progress + log +
 cancellable), wait_echo (echo after an idle wait), whoami (the Authorization and X-User headers
@@ -269,13 +272,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("transport", choices=["stdio", "http", "sse"])
     parser.add_argument("--port", type=int, default=0, help="0 (the default): a free port, said on stderr")
+    parser.add_argument("--http-log", default=None, help="http: append a line per HTTP request to this file")
+    parser.add_argument("--delete-delay-ms", type=int, default=0, help="http: answer each DELETE after N ms")
     args = parser.parse_args()
     if args.transport == "stdio":
         anyio.run(run_stdio)
     elif args.transport == "sse":  # the deprecated HTTP+SSE transport: GET /sse, POST /messages/
         serve_http(server.sse_app(host="127.0.0.1"), args.port)
     else:
-        serve_http(server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1"), args.port)
+        app = server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+        if args.http_log is not None or args.delete_delay_ms:
+            app = _observed(app, args.http_log, args.delete_delay_ms / 1000)
+        serve_http(app, args.port)
 
 
 def serve_http(app: Any, port: int) -> None:
@@ -292,6 +300,42 @@ def serve_http(app: Any, port: int) -> None:
     sock.listen(2048)
     announce(sock.getsockname()[1])
     uvicorn.Server(uvicorn.Config(app, log_level=server.settings.log_level.lower())).run(sockets=[sock])
+
+
+def _observed(app: Any, log_path: str | None, delete_delay: float) -> Any:
+    """``app`` with a line per HTTP request written to ``log_path`` and DELETEs answered late."""
+    log = open(log_path, "a", buffering=1) if log_path else None  # open for the process's life
+
+    async def observed(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        method = scope["method"]
+        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
+        session = headers.get("mcp-session-id", "-")
+        if method == "DELETE" and delete_delay:
+            await anyio.sleep(delete_delay)
+        if method != "POST":
+            if log is not None:
+                log.write(f"{method} {session}\n")
+            await app(scope, receive, send)
+            return
+        first = await receive()  # the body's first chunk says what is posted; handed on unchanged
+        if log is not None:
+            kind = "initialize" if b'"initialize"' in first.get("body", b"")[:200] else "other"
+            log.write(f"POST {kind} {session}\n")
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return first
+            return await receive()
+
+        await app(scope, replay, send)
+
+    return observed
 
 
 if __name__ == "__main__":
