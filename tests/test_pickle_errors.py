@@ -65,6 +65,7 @@ SAMPLES: dict[str, Any] = {
     "cause": ValueError("the cause"),
     "status": 503,
     "retry_after": 2.5,
+    "may_have_run": False,
 }
 
 

@@ -118,6 +118,9 @@ def main() -> None:
         print(exc.urls, exc.elicitations)
     except mcp_sync.HandlerError as exc:
         print(exc.handler)
+    except mcp_sync.ServerUnreachable as exc:  # #29.2: a restart; a tools/call that may have run is not resent
+        ran: bool = exc.may_have_run
+        print(ran, exc.retry_after)
     except mcp_sync.ServerUnavailable as exc:  # #19.4
         status: int | None = exc.status
         retry_after: float | None = exc.retry_after
