@@ -38,6 +38,13 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (the default, setup.cfg): one worker more than cores. Most tests wait on servers
+    they started (subprocesses, sockets) rather than compute, so a core is rarely busy with one
+    worker alone; more than that and timing-sensitive tests pay for the contention."""
+    return (os.cpu_count() or 1) + 1
+
+
 def fault_args(*extra: str) -> list[str]:
     return [FAULT_SERVER, *extra]
 
