@@ -180,9 +180,9 @@ class Many:
 def test_building_is_linear() -> None:
     """A union of near misses over many items: each item is tried once per member, no more."""
     items = [{"x": "s"}] * 20_000
-    start = time.monotonic()
+    start = time.thread_time()
     built = build(Many, {"items": items, "union": items})
-    assert time.monotonic() - start < 5
+    assert time.thread_time() - start < 5
     assert built.union[0] == B("s")
 
 
@@ -340,11 +340,11 @@ def test_glob_matches_like_fnmatch_in_linear_time() -> None:
                           ("[!a]x", "ax"), ("a*b*c", "aXbYc"), ("a*b*c", "acb"), ("", ""), ("*", ""), ("[", "[")]:
         assert Glob(pattern).match(name) == fnmatch.fnmatchcase(name, pattern), (pattern, name)
     hostile = "a" * 200_000  # a backtracking matcher takes exponential time on many stars
-    start = time.monotonic()
+    start = time.thread_time()
     assert not Glob("*a*a*a*a*a*a*a*a*a*a*a*a*b").match(hostile)
     assert not Glob("*a?a*[ab]*a*a?a*a*a*c").match(hostile)
     assert Glob("*a*a*a*a*a*a*").match(hostile)
-    assert time.monotonic() - start < 5
+    assert time.thread_time() - start < 5
     assert NameFilter(include=["s*"], exclude=["*x"]).allows("sa") and not NameFilter(exclude=["*x"]).allows("sx")
 
 

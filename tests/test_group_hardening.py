@@ -105,15 +105,15 @@ def test_template_fits_is_linear_on_adversarial_inputs(template_unit: list[str],
     started = time.monotonic()
     template_fits(template, uri)
     # idle: under 0.05 s for 1 MB + 1 MB; the regex took minutes on 24 "{+a}" and a 30-char URI
-    assert time.monotonic() - started < 5.0, (template_unit, template_size, uri_unit, uri_size)
+    assert time.thread_time() - started < 5.0, (template_unit, template_size, uri_unit, uri_size)
 
 
 def test_many_reserved_expressions_do_not_freeze_read_resource(no_leaks: None) -> None:
     """A listed template with 24 ``{+a}`` froze group.read_resource (under the group lock)."""
     hostile = "{+a}" * 24 + "!"
-    started = time.monotonic()
+    started = time.thread_time()
     assert template_fits(hostile, "a" * 40) is False
-    assert time.monotonic() - started < 1.0
+    assert time.thread_time() - started < 1.0
     with mcp_sync.ClientGroup({"demo": {"command": DEMO_SERVER}}, timeout=30) as group:
         list(group.resource_templates())
         with group._lock:  # what a server listing that template leaves

@@ -41,9 +41,9 @@ def hostile_text(min_size: int = 0) -> st.SearchStrategy[str]:
 
 
 def _timed(function: Any, *args: Any) -> Any:
-    started = time.monotonic()
+    started = time.thread_time()
     result = function(*args)
-    assert time.monotonic() - started < BOUND
+    assert time.thread_time() - started < BOUND
     return result
 
 

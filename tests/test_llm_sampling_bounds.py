@@ -174,10 +174,10 @@ def test_a_request_too_big_is_refused_in_time_linear_in_the_bound(provider: str)
     for _ in range(300_000):  # nested deeper than any recursion could go
         deep = [deep]
     many = {"messages": [{"role": "user", "content": {"type": "text", "text": "x"}}] * 1_000_000}
-    started = time.monotonic()
+    started = time.thread_time()
     refused(handler, {"messages": [{"role": "user", "content": deep}]})
     refused(handler, many)
-    assert time.monotonic() - started < 5
+    assert time.thread_time() - started < 5
     assert fake.calls == []
     handler({"messages": [{"role": "user", "content": {"type": "text", "text": "x" * 150_000}}]})  # within it
     assert len(fake.calls) == 1

@@ -108,9 +108,9 @@ def test_hostile_schemas_through_real_calls(tmp_path: Path) -> None:
 def test_uniqueitems_still_finds_duplicates_fast() -> None:
     items: list[Any] = [{"id": i, "tags": ["a", i]} for i in range(30_000)]
     items.append({"tags": ["a", 7.0], "id": 7})  # equal to items[7]: keys reordered, 7.0 == 7
-    start = time.monotonic()
+    start = time.thread_time()
     found = mismatches({"type": "array", "uniqueItems": True}, items, "x")
-    assert time.monotonic() - start < BOUND
+    assert time.thread_time() - start < BOUND
     assert found and "non-unique" in found[0][1] and "items 7 and 30000" in found[0][1]
     assert len(found[0][1]) <= 300  # the message is bounded too
     assert mismatches({"uniqueItems": True}, [1, True], "x") == []  # JSON: true is not 1
@@ -123,9 +123,9 @@ def test_exponential_refs_stop_at_the_bound(caplog: pytest.LogCaptureFixture) ->
                             for i in range(30)}
     defs["d30"] = {"type": "integer"}
     caplog.set_level(logging.WARNING, logger="mcp_sync")
-    start = time.monotonic()
+    start = time.thread_time()
     assert mismatches({"$defs": defs, "$ref": "#/$defs/d0"}, 1, "the result of 'deep'") is None
-    assert time.monotonic() - start < BOUND
+    assert time.thread_time() - start < BOUND
     assert any("'deep'" in r.getMessage() and "bound" in r.getMessage() for r in caplog.records)
     start = time.monotonic()
     assert mismatches({"$defs": defs, "$ref": "#/$defs/d0"}, 1, "x", seconds=0.2) is None  # the caller's bound
