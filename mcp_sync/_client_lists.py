@@ -7,7 +7,7 @@ checked before the iterator is returned. See :mod:`._protocol.paging`.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 from ._options import ProgressCallback, call_options
 from ._protocol import paging
@@ -15,7 +15,7 @@ from ._protocol.session import Session
 from ._sentinels import USE_CLIENT_DEFAULT
 from ._values import Timeout
 from .cancellation import CancellationToken
-from .models import Page, Prompt, Resource, ResourceTemplate, Tool
+from .models import Listing, Page, Prompt, Resource, ResourceTemplate, Tool
 
 
 class ListingMethods:
@@ -58,17 +58,18 @@ class ListingMethods:
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
-    ) -> Iterator[Tool]:
-        """Every tool, fetching pages lazily.
+    ) -> Listing[Tool]:
+        """Every tool, fetching pages lazily: a :class:`Listing`, whose ``.show()`` fetches them all
+        into one :class:`Page` that displays as a table in Jupyter.
 
-        Example: ``for tool in client.tools(): print(tool.name)``
+        Example: ``for tool in client.tools(): print(tool.name)``; in a notebook ``client.tools().show()``
         """
         options = call_options(
             "tools", cache=cache, timeout=timeout, cancel=cancel, progress=progress, meta=meta,
             headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
-        return paging.walk(self._session, "tools", options)
+        return Listing(paging.walk(self._session, "tools", options), "tools")
 
     def list_resources(
         self,
@@ -105,8 +106,8 @@ class ListingMethods:
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
-    ) -> Iterator[Resource]:
-        """Every resource, lazily.
+    ) -> Listing[Resource]:
+        """Every resource, lazily (a :class:`Listing`: ``.show()`` displays them all as a table).
 
         Example: ``uris = [r.uri for r in client.resources()]``
         """
@@ -115,7 +116,7 @@ class ListingMethods:
             headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
-        return paging.walk(self._session, "resources", options)
+        return Listing(paging.walk(self._session, "resources", options), "resources")
 
     def list_resource_templates(
         self,
@@ -152,8 +153,8 @@ class ListingMethods:
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
-    ) -> Iterator[ResourceTemplate]:
-        """Every resource template, lazily.
+    ) -> Listing[ResourceTemplate]:
+        """Every resource template, lazily (a :class:`Listing`: ``.show()`` displays them as a table).
 
         Example: ``for template in client.resource_templates(): print(template.uri_template)``
         """
@@ -162,7 +163,7 @@ class ListingMethods:
             headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
-        return paging.walk(self._session, "resource_templates", options)
+        return Listing(paging.walk(self._session, "resource_templates", options), "resource templates")
 
     def list_prompts(
         self,
@@ -199,8 +200,8 @@ class ListingMethods:
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
-    ) -> Iterator[Prompt]:
-        """Every prompt, lazily.
+    ) -> Listing[Prompt]:
+        """Every prompt, lazily (a :class:`Listing`: ``.show()`` displays them all as a table).
 
         Example: ``names = [p.name for p in client.prompts()]``
         """
@@ -209,4 +210,4 @@ class ListingMethods:
             headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
-        return paging.walk(self._session, "prompts", options)
+        return Listing(paging.walk(self._session, "prompts", options), "prompts")
