@@ -157,6 +157,7 @@ def test_the_client_shows_the_server_and_never_connects_to_do_it() -> None:
     try:
         before = Parsed(client._repr_html_()).text
         assert "not connected yet" in before and client.pid is None  # displaying did not start the server
+        assert "stdio: " in before and "sdk_server.py" in before  # the transport and its target
         client.list_tools()
         parsed = Parsed(client._repr_html_())
         assert "sdk-test-server 1.0.0" in parsed.text and client.era in parsed.text
