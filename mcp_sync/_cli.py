@@ -40,6 +40,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
 
 from ._client import Client
 from ._connect import _client_for
+from ._media import human_size, image_size
 from ._terminal import _JSON, _RAW, escape
 from ._threads import spawn
 from .cancellation import CancellationToken
@@ -284,15 +285,19 @@ class Saver:
         self._directory = Path(directory) if directory else None
         self._count = 0
 
-    def save(self, data_b64: str, mime_type: str | None, stem: str) -> Path:
+    def save(self, data_b64: str, mime_type: str | None, stem: str) -> tuple[Path, list[str]]:
+        """Write the content to a new file; its path, and what it holds: its pixel dimensions
+        when it is an image whose header can be read, and its size (e.g. ``["16x16 px", "1.2 KiB"]``)."""
         if self._directory is None:
             self._directory = Path(tempfile.mkdtemp(prefix="mcp-sync-"))
         self._directory.mkdir(parents=True, exist_ok=True)
         self._count += 1
         suffix = mimetypes.guess_extension(mime_type or "") or ".bin"
         path = self._directory / f"{stem}-{self._count}{suffix}"
-        path.write_bytes(base64.b64decode(data_b64, validate=False))
-        return path.resolve()
+        data = base64.b64decode(data_b64, validate=False)
+        path.write_bytes(data)
+        size = image_size(data)
+        return path.resolve(), [*([f"{size[0]}x{size[1]} px"] if size else []), human_size(len(data))]
 
 
 def print_content(blocks: Iterable[Any], saver: Saver, out: TextIO, clean: Callable[[str], str]) -> None:
@@ -303,8 +308,9 @@ def print_content(blocks: Iterable[Any], saver: Saver, out: TextIO, clean: Calla
             text = clean(block.text)
             out.write(text if text.endswith("\n") else text + "\n")
         elif isinstance(block, (ImageContent, AudioContent)):
-            path = saver.save(block.data, block.mime_type, block.type)
-            out.write(f"[{block.type} {escape(str(block.mime_type), one_line=True)} saved to {path}]\n")
+            path, facts = saver.save(block.data, block.mime_type, block.type)
+            out.write(f"[{block.type} {escape(str(block.mime_type), one_line=True)} ({', '.join(facts)})"
+                      f" saved to {path}]\n")
         elif isinstance(block, ResourceLink):
             name = " " + escape(block.name, one_line=True) if block.name else ""
             out.write(f"[resource link {escape(block.uri, one_line=True)}{name}]\n")
@@ -321,9 +327,9 @@ def print_resource_contents(contents: Iterable[TextResourceContents | BlobResour
             text = clean(item.text)
             out.write(text if text.endswith("\n") else text + "\n")
         else:  # the only other kind: models.ResourceContents is text or blob
-            path = saver.save(item.blob, item.mime_type, "blob")
-            out.write(f"[{escape(item.uri, one_line=True)} ({escape(item.mime_type or 'blob', one_line=True)})"
-                      f" saved to {path}]\n")
+            path, facts = saver.save(item.blob, item.mime_type, "blob")
+            kind = escape(item.mime_type or "blob", one_line=True)
+            out.write(f"[{escape(item.uri, one_line=True)} ({', '.join([kind, *facts])}) saved to {path}]\n")
 
 
 def _dump(value: Any, out: TextIO) -> None:
@@ -338,38 +344,16 @@ def _result_cleaner(args: argparse.Namespace, out: TextIO) -> Callable[[str], st
     return escape
 
 
+def _bar_wanted() -> bool:
+    """A progress bar on stderr for a call that may take long: on a terminal, never when piped."""
+    return _isatty(sys.stderr)
+
+
 def _isatty(stream: TextIO) -> bool:
     try:
         return stream.isatty()
     except (AttributeError, ValueError):  # a closed or odd stream
         return False
-
-
-class Progress:
-    """One live progress line on stderr (rewritten in place on a terminal, one line each otherwise)."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-        self._live = _isatty(stream)
-        self._shown = False
-        self._lock = threading.Lock()
-
-    def __call__(self, progress: float, total: float | None, message: str | None) -> None:
-        amount = f"{progress:g}/{total:g}" if total else f"{progress:g}"
-        line = f"progress {amount}" + (f": {escape(message, one_line=True)}" if message else "")
-        with self._lock:
-            if self._live:
-                self._stream.write("\r\x1b[K" + line[: _width() - 1])
-            else:
-                self._stream.write(line + "\n")
-            self._stream.flush()
-            self._shown = True
-
-    def done(self) -> None:
-        with self._lock:
-            if self._live and self._shown:
-                self._stream.write("\r\x1b[K")
-                self._stream.flush()
 
 
 # -- commands -----------------------------------------------------------------------------
@@ -419,14 +403,15 @@ def run_command(client: Client, args: argparse.Namespace, words: list[str], canc
                 *([("instructions", client.instructions)] if client.instructions else []),
             ], out)
     elif args.command == "read":
-        result = client.read_resource(words[0], cancel=cancel)
+        result = client.read_resource(words[0], cancel=cancel, progress=_bar_wanted())
         if args.json:
             _dump(result.raw, out)
         else:
             print_resource_contents(result.contents, saver, out, clean)
     elif args.command == "prompt":
         # prompt arguments are strings: each value as typed ('"quoted"' keeps its quotes)
-        rendered = client.get_prompt(words[0], parse_pairs(words[1:], raw=True), cancel=cancel)
+        rendered = client.get_prompt(words[0], parse_pairs(words[1:], raw=True), cancel=cancel,
+                                     progress=_bar_wanted())
         if args.json:
             _dump(rendered.raw, out)
         else:
@@ -518,19 +503,16 @@ def _call(client: Client, args: argparse.Namespace, words: list[str], cancel: Ca
             raise UsageError("--json-args must be a JSON object")
         arguments.update(loaded)
     arguments.update(parse_pairs(words[1:], tool.input_schema if tool is not None else None))
-    progress = Progress(sys.stderr)
     try:
         # a listed tool: the arguments are checked against its inputSchema before anything is
         # sent (InvalidArguments names the mismatch); an unlisted name is still tried (a server
         # may take tools it does not list), and its error gets a suggestion
-        result: CallToolResult = client.call_tool(tool if tool is not None else name, arguments, progress=progress,
-                                                  cancel=cancel, validate=tool is not None)
+        result: CallToolResult = client.call_tool(tool if tool is not None else name, arguments, cancel=cancel,
+                                                  progress=_bar_wanted(), validate=tool is not None)
     except MCPError as exc:
         if tool is None:
             exc.cli_hint = did_you_mean(name, [t.name for t in tools])  # type: ignore[attr-defined]
         raise
-    finally:
-        progress.done()
     if args.json:
         _dump(result.raw, sys.stdout)
     else:

@@ -30,6 +30,7 @@ from ._options import (
     check_mode,
     check_request_headers,
 )
+from ._progress import shows_progress
 from ._protocol import input_required
 from ._protocol.bound import BoundSession
 from ._protocol.connection import ClientState
@@ -452,6 +453,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
     # anything is sent (TypeError/ValueError naming the parameter), so a server never
     # sees NaN, a lone surrogate or a list where an object belongs.
 
+    @shows_progress()
     def call_tool(
         self,
         name: str | Tool,
@@ -459,7 +461,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         *,
         validate: bool | None = None,
         timeout: Timeout = USE_CLIENT_DEFAULT,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         cancel: CancellationToken | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
@@ -474,7 +476,8 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
 
         ``progress(progress, total, message)`` runs on the dispatch thread for
         each progress notification, in order, all before this returns (only past
-        1,000 waiting for one call does the newest replace the last waiting). With
+        1,000 waiting for one call does the newest replace the last waiting);
+        ``progress=True`` shows a progress bar instead (tqdm's when installed). With
         ``reset_timeout_on_progress=True`` each progress notification restarts
         ``timeout``; ``max_total_timeout`` bounds the whole call. ``raise_on_error``
         turns an ``isError`` result into :class:`ToolError`. ``arguments`` must
@@ -537,13 +540,14 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
             return build_result(output_type, result.structured_content, result.data, what=what, seconds=bound)
         return result  # type: ignore[return-value]  # ResultT is CallToolResult here
 
+    @shows_progress()
     def read_resource(
         self,
         uri: str,
         *,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         cache: str | None = None,
@@ -577,6 +581,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
             raise
         return ReadResourceResult.from_wire(raw)
 
+    @shows_progress()
     def get_prompt(
         self,
         name: str,
@@ -584,7 +589,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         *,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         input_responses: Mapping[str, Any] | None = None,
@@ -605,6 +610,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         self._session.require("prompts", "prompts/get", options)
         return GetPromptResult.from_wire(input_required.complete(self._session, "prompts/get", params, options))
 
+    @shows_progress()
     def complete(
         self,
         ref: Mapping[str, Any] | Prompt | ResourceTemplate,
@@ -613,7 +619,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         *,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
@@ -683,6 +689,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
             raise ValueError(f"level must be one of {list(LOG_LEVELS)}, not {level!r:.40}")
         self._session.set_log_level(level)
 
+    @shows_progress()
     def request(
         self,
         method: str,
@@ -690,7 +697,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         *,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,

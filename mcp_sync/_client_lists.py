@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ._options import ProgressCallback, call_options
+from ._progress import shows_progress
 from ._protocol import paging
 from ._protocol.session import Session
 from ._sentinels import USE_CLIENT_DEFAULT
@@ -23,6 +24,7 @@ class ListingMethods:
 
     _session: Session
 
+    @shows_progress()
     def list_tools(
         self,
         cursor: str | None = None,
@@ -30,7 +32,7 @@ class ListingMethods:
         cache: str | None = None,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
@@ -47,13 +49,14 @@ class ListingMethods:
         )
         return paging.page(self._session, "tools", cursor, options)
 
+    @shows_progress(lazy=True)
     def tools(
         self,
         *,
         cache: str | None = None,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
@@ -71,6 +74,7 @@ class ListingMethods:
         )
         return Listing(paging.walk(self._session, "tools", options), "tools")
 
+    @shows_progress()
     def list_resources(
         self,
         cursor: str | None = None,
@@ -78,7 +82,7 @@ class ListingMethods:
         cache: str | None = None,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
@@ -95,13 +99,14 @@ class ListingMethods:
         )
         return paging.page(self._session, "resources", cursor, options)
 
+    @shows_progress(lazy=True)
     def resources(
         self,
         *,
         cache: str | None = None,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
@@ -118,6 +123,7 @@ class ListingMethods:
         )
         return Listing(paging.walk(self._session, "resources", options), "resources")
 
+    @shows_progress()
     def list_resource_templates(
         self,
         cursor: str | None = None,
@@ -125,7 +131,7 @@ class ListingMethods:
         cache: str | None = None,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
@@ -142,13 +148,14 @@ class ListingMethods:
         )
         return paging.page(self._session, "resource_templates", cursor, options)
 
+    @shows_progress(lazy=True)
     def resource_templates(
         self,
         *,
         cache: str | None = None,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
@@ -165,6 +172,7 @@ class ListingMethods:
         )
         return Listing(paging.walk(self._session, "resource_templates", options), "resource templates")
 
+    @shows_progress()
     def list_prompts(
         self,
         cursor: str | None = None,
@@ -172,7 +180,7 @@ class ListingMethods:
         cache: str | None = None,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
@@ -189,13 +197,14 @@ class ListingMethods:
         )
         return paging.page(self._session, "prompts", cursor, options)
 
+    @shows_progress(lazy=True)
     def prompts(
         self,
         *,
         cache: str | None = None,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
