@@ -732,3 +732,29 @@ class InitializeResult:
             instructions=_opt_str(raw.get("instructions")),
             raw=raw,
         )
+
+
+@attrs.frozen(kw_only=True)
+class ProgressEvent:
+    """One progress notification of one request, as the client-wide ``on_progress`` gets it.
+
+    ``method`` and ``request_id`` name the request it belongs to, ``progress_token``
+    is the token it carried (the caller's own, when the call passed
+    ``meta={"progressToken": ...}``), ``server`` the client's name. ``total`` and
+    ``message`` are None when the server sent none.
+
+    Example::
+
+        def on_progress(event):
+            print(f"{event.server}: {event.method} #{event.request_id}: {event.progress}/{event.total}")
+
+        client = mcp_sync.Client.stdio("python", ["server.py"], on_progress=on_progress)
+    """
+
+    server: str
+    method: str
+    request_id: Any
+    progress_token: str | int
+    progress: float
+    total: float | None = None
+    message: str | None = None
