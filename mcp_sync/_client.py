@@ -438,7 +438,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
     @on_notification.setter
     def on_notification(self, callback: Callable[[str, dict], None] | None) -> None:
         self._session.on_notification = _checked_callback("on_notification", callback)
-        self._remember("on_notification", callback)
+        _remember(self, "on_notification", callback)
 
     @property
     def on_sampling(self) -> Callable[..., dict] | None:
@@ -456,7 +456,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
 
     @on_sampling.setter
     def on_sampling(self, handler: Callable[..., dict] | None) -> None:
-        self._set_handler("on_sampling", handler)
+        _set_handler(self, "on_sampling", handler)
 
     @property
     def on_elicitation(self) -> Callable[..., dict] | None:
@@ -468,7 +468,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
 
     @on_elicitation.setter
     def on_elicitation(self, handler: Callable[..., dict] | None) -> None:
-        self._set_handler("on_elicitation", handler)
+        _set_handler(self, "on_elicitation", handler)
 
     @property
     def on_roots(self) -> Roots | None:
@@ -480,7 +480,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
 
     @on_roots.setter
     def on_roots(self, roots: Roots | None) -> None:
-        self._set_handler("on_roots", roots)
+        _set_handler(self, "on_roots", roots)
 
     @property
     def roots(self) -> Roots | None:
@@ -492,7 +492,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
 
     @roots.setter
     def roots(self, roots: Roots | None) -> None:
-        self._set_handler("on_roots", roots)
+        _set_handler(self, "on_roots", roots)
 
     @property
     def on_progress(self) -> Callable[[ProgressEvent], None] | None:
@@ -509,7 +509,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
     @on_progress.setter
     def on_progress(self, callback: Callable[[ProgressEvent], None] | None) -> None:
         self._session.on_progress = _checked_callback("on_progress", callback)
-        self._remember("on_progress", callback)
+        _remember(self, "on_progress", callback)
 
     @property
     def on_connection_lost(self) -> Callable[[MCPError], None] | None:
@@ -522,7 +522,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
     @on_connection_lost.setter
     def on_connection_lost(self, callback: Callable[[MCPError], None] | None) -> None:
         self._session.on_connection_lost = _checked_callback("on_connection_lost", callback)
-        self._remember("on_connection_lost", callback)
+        _remember(self, "on_connection_lost", callback)
 
     @property
     def on_reconnected(self) -> Callable[[Client], None] | None:
@@ -536,7 +536,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
     @on_reconnected.setter
     def on_reconnected(self, callback: Callable[[Client], None] | None) -> None:
         self._session.on_reconnected = _reconnected_callback(self, _checked_callback("on_reconnected", callback))
-        self._remember("on_reconnected", callback)
+        _remember(self, "on_reconnected", callback)
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Only the settable properties (and methods, for tests that replace one) may be assigned:
@@ -547,20 +547,6 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         settable = sorted(n for n, v in vars(Client).items() if isinstance(v, property) and v.fset is not None)
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r} to set; these can be set: {settable}")
 
-    def _set_handler(self, name: str, handler: Any) -> None:
-        if handler is not None:
-            if name == "on_roots":
-                check_roots(handler)
-            else:
-                _checked_callback(name, handler)
-        self._session.set_handler(name, handler)
-        self._remember(name, handler)
-
-    def _remember(self, option: str, value: Any) -> None:
-        """A pickled copy is made with the handlers set since, not the ones given to the constructor."""
-        recipe = self._recipe
-        if recipe is not None:
-            self._recipe = (recipe[0], {**recipe[1], option: value})
 
     def set_roots(self, roots: Roots) -> None:
         """Replace the roots given to the server (a list, or a callable asked each time).
@@ -571,7 +557,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         Example: ``client.set_roots(["file:///home/me/project"])``
         """
         check_roots(roots)
-        self._set_handler("on_roots", roots)
+        _set_handler(self, "on_roots", roots)
 
     # -- operations ---------------------------------------------------------------------
     # Every public method spells out its options; each checks its arguments before
@@ -1035,6 +1021,24 @@ BoundClient.__module__ = "mcp_sync"
 
 
 # -- argument checks (before anything is sent) ---------------------------------------------------
+
+
+def _set_handler(client: Client, name: str, handler: Any) -> None:
+    """``client.on_sampling = handler`` and the like: checked, given to the session, remembered."""
+    if handler is not None:
+        if name == "on_roots":
+            check_roots(handler)
+        else:
+            _checked_callback(name, handler)
+    client._session.set_handler(name, handler)
+    _remember(client, name, handler)
+
+
+def _remember(client: Client, option: str, value: Any) -> None:
+    """A pickled copy is made with the handlers set since, not the ones given to the constructor."""
+    recipe = client._recipe
+    if recipe is not None:
+        client._recipe = (recipe[0], {**recipe[1], option: value})
 
 
 def _checked_callback(option: str, callback: Any) -> Any:
