@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from ._client import USE_CLIENT_DEFAULT, BoundClient, Client, ClientState
 from ._connect import connect, shared
 from ._llm_formats import to_anthropic_tools, to_gemini_tools, to_openai_tools
-from ._protocol.handlers import RequestContext, apply_defaults
+from ._protocol.handlers import apply_defaults
 from ._protocol.lifecycle import LEGACY_VERSIONS, MODERN_VERSIONS
 from ._protocol.subscriptions import Subscription
 from ._protocol.tasks import Task
@@ -75,6 +75,7 @@ from .models import (
     PromptArgument,
     PromptMessage,
     ReadResourceResult,
+    RequestContext,
     Resource,
     ResourceLink,
     ResourceTemplate,
