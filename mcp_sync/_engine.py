@@ -51,6 +51,7 @@ from .transports.base import Transport, declared
 
 log = logging.getLogger("mcp_sync")
 _CANCEL_WRITE_TIMEOUT = 1.0  # seconds a background notifications/cancelled write may block
+_PROGRESS_WRITE_TIMEOUT = 5.0  # seconds a handler's notifications/progress write may block (stdio)
 #: Cancellation notices waiting for the background writer; past this (a server that stopped
 #: reading while calls keep timing out) new ones are dropped: they are best effort.
 MAX_QUEUED_CANCELS = 64
@@ -135,12 +136,15 @@ class ServerRequest:
     """A server-to-client request being answered: its id, a cancel token the server's
     ``notifications/cancelled`` for it sets, and its ``progressToken`` (None: it wants none)."""
 
-    __slots__ = ("_engine", "_last", "cancel", "id", "progress_token")
+    __slots__ = ("_engine", "_last", "cancel", "given_up", "id", "progress_token")
 
     def __init__(self, engine: Engine, request_id: Any, progress_token: Any) -> None:
         self._engine = engine
         self.id = request_id
         self.cancel = CancellationToken()
+        #: set on the reader thread as the server's notifications/cancelled is read (the token
+        #: itself is cancelled on the dispatch thread: its callbacks are user code)
+        self.given_up = False
         self.progress_token = progress_token
         self._last: float | None = None
 
@@ -152,7 +156,7 @@ class ServerRequest:
             raise ValueError(f"progress and total must be finite numbers, not {progress!r:.40} and {total!r:.40}")
         if message is not None and not isinstance(message, str):
             raise TypeError(f"message must be a str, not {type(message).__name__}")
-        if self.progress_token is None or self.cancel.cancelled or not self._engine.alive:
+        if self.progress_token is None or self.given_up or self.cancel.cancelled or not self._engine.alive:
             return False
         if self._last is not None and progress <= self._last:
             raise ValueError(f"progress must increase with each notification: {progress} after {self._last}")
@@ -163,7 +167,7 @@ class ServerRequest:
         if message is not None:
             params["message"] = message
         try:
-            self._engine.notify("notifications/progress", params)
+            self._engine.notify("notifications/progress", params, timeout=_PROGRESS_WRITE_TIMEOUT)
         except MCPError as exc:
             log.debug("mcp_sync: progress for server request %r not sent: %s", self.id, exc)
             return False
@@ -741,7 +745,8 @@ class Engine:
                 serving = self._serving.get(cancelled_id) if type(cancelled_id) in (str, int) else None
             if serving is not None:
                 reason = params.get("reason")
-                serving.cancel.cancel(reason if isinstance(reason, str) else None)
+                serving.given_up = True  # no answer is sent from now on
+                self.dispatcher.submit(serving.cancel.cancel, reason if isinstance(reason, str) else None)
         if self.before_notification is not None:
             try:
                 self.before_notification(method, params)
@@ -848,20 +853,20 @@ class Engine:
         try:
             result = handler(method, params, serving)
         except ServerRequestError as exc:
-            if serving.cancel.cancelled:  # the server gave up on it: no answer (cancellation.mdx)
+            if serving.given_up or serving.cancel.cancelled:  # the server gave up on it: no answer
                 return
             error: dict[str, Any] = {"code": exc.code, "message": exc.message}
             if exc.data is not None:
                 error["data"] = exc.data
             self._answer(request_id, error=error)
         except Exception as exc:  # a handler bug becomes an answer, never silence
-            if serving.cancel.cancelled:
+            if serving.given_up or serving.cancel.cancelled:
                 log.debug("mcp_sync: handler for %s raised after the server cancelled it: %s", method, exc)
                 return
             log.exception("mcp_sync: handler for %s raised", method)
             self._answer(request_id, error={"code": INTERNAL_ERROR, "message": f"client handler failed: {exc}"})
         else:
-            if serving.cancel.cancelled:
+            if serving.given_up or serving.cancel.cancelled:
                 log.debug("mcp_sync: %s %r was cancelled by the server: its answer is not sent", method, request_id)
                 return
             self._answer(request_id, result=result)
