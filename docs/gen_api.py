@@ -127,7 +127,7 @@ def section(name: str, obj: Any) -> str:
 
 #: The facade, in the order a reader meets it; then the groups :func:`groups` fills by kind.
 CONNECTING = ["Client", "connect", "ClientGroup", "shared", "BoundClient", "load_config", "ClientState",
-              "CancellationToken", "Subscription", "Task"]
+              "CancellationToken", "RequestContext", "Subscription", "Task"]
 AUTHORIZATION = ["OAuth", "FileTokenStore", "browser_authorize"]
 HELPERS = ["to_openai_tools", "to_anthropic_tools", "to_gemini_tools", "apply_defaults"]
 CONSTANTS = ["__version__", "MODERN_VERSIONS", "LEGACY_VERSIONS", "USE_CLIENT_DEFAULT"]

@@ -55,6 +55,7 @@ from .models import (
     Completion,
     DiscoverResult,
     GetPromptResult,
+    ProgressEvent,
     Prompt,
     ReadResourceResult,
     ResourceTemplate,
@@ -89,7 +90,13 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
 
     Handlers: ``on_elicitation(params) -> ElicitResult`` (``url_elicitation=True``
     also accepts URL-mode requests), ``on_sampling(params) -> CreateMessageResult``,
-    ``on_roots`` (a list, or a callable returning one). A handler that raises, or
+    ``on_roots`` (a list, or a callable returning one). A handler with one more
+    parameter (``on_sampling(params, context)``, ``on_roots(context)``) also gets
+    a :class:`RequestContext`: the server, the request id, the era, a cancel
+    token the server's cancellation sets, progress reporting. Every ``on_*``
+    option may also be set on a live client (``client.on_sampling = f``, see
+    the properties). ``on_progress(event)`` gets every request's progress
+    notifications as :class:`ProgressEvent`, besides each call's ``progress=``. A handler that raises, or
     answers with something invalid, makes the call that led the server to ask
     raise :class:`HandlerError` (its exception as ``__cause__``), in both eras;
     raise :class:`ServerRequestError` to refuse on purpose. Arguments are
@@ -131,12 +138,13 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         max_message_bytes: int = 64 * 1024 * 1024,
         max_pages: int = 1000,
         input_required_max_rounds: int = 10,
-        on_elicitation: Callable[[dict], dict] | None = None,
-        on_sampling: Callable[[dict], dict] | None = None,
+        on_elicitation: Callable[..., dict] | None = None,
+        on_sampling: Callable[..., dict] | None = None,
         on_roots: Roots | None = None,
         on_notification: Callable[[str, dict], None] | None = None,
         on_connection_lost: Callable[[MCPError], None] | None = None,
         on_reconnected: Callable[[Client], None] | None = None,
+        on_progress: Callable[[ProgressEvent], None] | None = None,
         tracing: bool = True,
         log_level: str | None = None,
         extensions: Mapping[str, Any] | None = None,
@@ -171,7 +179,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
             restart=restart, schemas=ToolSchemas(validate_output, validate_input), url_elicitation=url_elicitation,
             on_connection_lost=_checked_callback("on_connection_lost", on_connection_lost),
             on_reconnected=_reconnected_callback(self, _checked_callback("on_reconnected", on_reconnected)),
-            tracing=bool(tracing),
+            tracing=bool(tracing), on_progress=_checked_callback("on_progress", on_progress),
         )
         self._session.connection.finalizer_for(self)
         self._tool_names = ToolNames()  # the LLM names handed out by to_*_tools, for run_tool_call
@@ -435,7 +443,116 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
 
     @on_notification.setter
     def on_notification(self, callback: Callable[[str, dict], None] | None) -> None:
-        self._session.on_notification = callback
+        self._session.on_notification = _checked_callback("on_notification", callback)
+        _remember(self, "on_notification", callback)
+
+    @property
+    def on_sampling(self) -> Callable[..., dict] | None:
+        """The sampling handler; may be set or replaced on a live client, from any thread.
+
+        A modern server sees the change on the client's next request (each one
+        declares the client's capabilities). A legacy server learned them at
+        connect: setting a handler it was told the client lacks raises
+        :class:`CapabilityError` (pass it when the client is made, or
+        ``close()``, set it, and connect again); replacing or removing one is fine.
+
+        Example: ``client.on_sampling = lambda params: {"role": "assistant", "content": {...}, "model": "m"}``
+        """
+        return self._session.handlers.on_sampling
+
+    @on_sampling.setter
+    def on_sampling(self, handler: Callable[..., dict] | None) -> None:
+        _set_handler(self, "on_sampling", handler)
+
+    @property
+    def on_elicitation(self) -> Callable[..., dict] | None:
+        """The elicitation handler; may be set or replaced on a live client (as :attr:`on_sampling`).
+
+        Example: ``client.on_elicitation = lambda params: {"action": "decline"}``
+        """
+        return self._session.handlers.on_elicitation
+
+    @on_elicitation.setter
+    def on_elicitation(self, handler: Callable[..., dict] | None) -> None:
+        _set_handler(self, "on_elicitation", handler)
+
+    @property
+    def on_roots(self) -> Roots | None:
+        """The roots given to servers (a list, or a callable returning one): the same as :attr:`roots`.
+
+        Example: ``client.on_roots = lambda: [f"file://{os.getcwd()}"]``
+        """
+        return self._session.handlers.on_roots
+
+    @on_roots.setter
+    def on_roots(self, roots: Roots | None) -> None:
+        _set_handler(self, "on_roots", roots)
+
+    @property
+    def roots(self) -> Roots | None:
+        """The roots given to servers; setting it is :meth:`set_roots` (None: no roots).
+
+        Example: ``client.roots = ["file:///home/me/project"]; print(client.roots)``
+        """
+        return self._session.handlers.on_roots
+
+    @roots.setter
+    def roots(self, roots: Roots | None) -> None:
+        _set_handler(self, "on_roots", roots)
+
+    @property
+    def on_progress(self) -> Callable[[ProgressEvent], None] | None:
+        """The client-wide progress callback: every request's progress, as :class:`ProgressEvent`.
+
+        It runs on the dispatch thread, after the call's own ``progress=``
+        callback; while it is set every request asks for progress (carries a
+        ``progressToken``). May be set or replaced at any time.
+
+        Example: ``client.on_progress = lambda event: print(event.method, event.progress, event.total)``
+        """
+        return self._session.on_progress
+
+    @on_progress.setter
+    def on_progress(self, callback: Callable[[ProgressEvent], None] | None) -> None:
+        self._session.on_progress = _checked_callback("on_progress", callback)
+        _remember(self, "on_progress", callback)
+
+    @property
+    def on_connection_lost(self) -> Callable[[MCPError], None] | None:
+        """``on_connection_lost(error)`` (see the class docs); may be set or replaced at any time.
+
+        Example: ``client.on_connection_lost = lambda error: print("lost:", error)``
+        """
+        return self._session.on_connection_lost
+
+    @on_connection_lost.setter
+    def on_connection_lost(self, callback: Callable[[MCPError], None] | None) -> None:
+        self._session.on_connection_lost = _checked_callback("on_connection_lost", callback)
+        _remember(self, "on_connection_lost", callback)
+
+    @property
+    def on_reconnected(self) -> Callable[[Client], None] | None:
+        """``on_reconnected(client)`` (see the class docs); may be set or replaced at any time.
+
+        Example: ``client.on_reconnected = lambda client: print("back:", client.name)``
+        """
+        reconnected = self._session.on_reconnected
+        return getattr(reconnected, "callback", None)
+
+    @on_reconnected.setter
+    def on_reconnected(self, callback: Callable[[Client], None] | None) -> None:
+        self._session.on_reconnected = _reconnected_callback(self, _checked_callback("on_reconnected", callback))
+        _remember(self, "on_reconnected", callback)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Only the settable properties (and methods, for tests that replace one) may be assigned:
+        a misspelt ``client.on_samplng = f`` raises AttributeError instead of doing nothing."""
+        if name.startswith("_") or hasattr(type(self), name):
+            object.__setattr__(self, name, value)
+            return
+        settable = sorted(n for n, v in vars(Client).items() if isinstance(v, property) and v.fset is not None)
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r} to set; these can be set: {settable}")
+
 
     def set_roots(self, roots: Roots) -> None:
         """Replace the roots given to the server (a list, or a callable asked each time).
@@ -446,7 +563,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         Example: ``client.set_roots(["file:///home/me/project"])``
         """
         check_roots(roots)
-        self._session.set_roots(roots)
+        _set_handler(self, "on_roots", roots)
 
     # -- operations ---------------------------------------------------------------------
     # Every public method spells out its options; each checks its arguments before
@@ -914,6 +1031,13 @@ class BoundClient(Client):
     def __reduce__(self) -> tuple[Any, ...]:
         raise TypeError("a BoundClient does not pickle: pickle the client, and bind in the worker")
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """A view shares its client's handlers and callbacks: they are set on the client."""
+        if name.startswith("_") or not isinstance(getattr(Client, name, None), property):
+            Client.__setattr__(self, name, value)
+            return
+        raise AttributeError(f"a BoundClient shares its client's {name}: set it on the client it was bound from")
+
     def __repr__(self) -> str:
         return f"<mcp_sync.BoundClient of {self._parent!r}>"
 
@@ -922,6 +1046,24 @@ BoundClient.__module__ = "mcp_sync"
 
 
 # -- argument checks (before anything is sent) ---------------------------------------------------
+
+
+def _set_handler(client: Client, name: str, handler: Any) -> None:
+    """``client.on_sampling = handler`` and the like: checked, given to the session, remembered."""
+    if handler is not None:
+        if name == "on_roots":
+            check_roots(handler)
+        else:
+            _checked_callback(name, handler)
+    client._session.set_handler(name, handler)
+    _remember(client, name, handler)
+
+
+def _remember(client: Client, option: str, value: Any) -> None:
+    """A pickled copy is made with the handlers set since, not the ones given to the constructor."""
+    recipe = client._recipe
+    if recipe is not None:
+        client._recipe = (recipe[0], {**recipe[1], option: value})
 
 
 def _checked_callback(option: str, callback: Any) -> Any:
@@ -942,6 +1084,7 @@ def _reconnected_callback(client: Client, callback: Callable[[Client], None] | N
         if target is not None:
             callback(target)
 
+    reconnected.callback = callback  # type: ignore[attr-defined]  # what client.on_reconnected reads back
     return reconnected
 
 

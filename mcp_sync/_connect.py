@@ -14,6 +14,7 @@ from ._client import Client, ClientState
 from ._notebook import untracked
 from ._options import Roots
 from .exceptions import MCPError
+from .models import ProgressEvent
 
 Target = Union[str, Sequence[str], Mapping[str, Any]]
 
@@ -69,12 +70,13 @@ def connect(
     max_message_bytes: int = NOT_GIVEN,
     max_pages: int = NOT_GIVEN,
     input_required_max_rounds: int = NOT_GIVEN,
-    on_elicitation: Callable[[dict[str, Any]], dict[str, Any]] | None = NOT_GIVEN,
-    on_sampling: Callable[[dict[str, Any]], dict[str, Any]] | None = NOT_GIVEN,
+    on_elicitation: Callable[..., dict[str, Any]] | None = NOT_GIVEN,
+    on_sampling: Callable[..., dict[str, Any]] | None = NOT_GIVEN,
     on_roots: Roots | None = NOT_GIVEN,
     on_notification: Callable[[str, dict[str, Any]], None] | None = NOT_GIVEN,
     on_connection_lost: Callable[[MCPError], None] | None = NOT_GIVEN,
     on_reconnected: Callable[[Client], None] | None = NOT_GIVEN,
+    on_progress: Callable[[ProgressEvent], None] | None = NOT_GIVEN,
     tracing: bool = NOT_GIVEN,
     log_level: str | None = NOT_GIVEN,
     extensions: Mapping[str, Any] | None = NOT_GIVEN,
@@ -235,12 +237,13 @@ def shared(
     max_message_bytes: int = NOT_GIVEN,
     max_pages: int = NOT_GIVEN,
     input_required_max_rounds: int = NOT_GIVEN,
-    on_elicitation: Callable[[dict[str, Any]], dict[str, Any]] | None = NOT_GIVEN,
-    on_sampling: Callable[[dict[str, Any]], dict[str, Any]] | None = NOT_GIVEN,
+    on_elicitation: Callable[..., dict[str, Any]] | None = NOT_GIVEN,
+    on_sampling: Callable[..., dict[str, Any]] | None = NOT_GIVEN,
     on_roots: Roots | None = NOT_GIVEN,
     on_notification: Callable[[str, dict[str, Any]], None] | None = NOT_GIVEN,
     on_connection_lost: Callable[[MCPError], None] | None = NOT_GIVEN,
     on_reconnected: Callable[[Client], None] | None = NOT_GIVEN,
+    on_progress: Callable[[ProgressEvent], None] | None = NOT_GIVEN,
     tracing: bool = NOT_GIVEN,
     log_level: str | None = NOT_GIVEN,
     extensions: Mapping[str, Any] | None = NOT_GIVEN,

@@ -51,15 +51,20 @@ from .transports.base import Transport, declared
 
 log = logging.getLogger("mcp_sync")
 _CANCEL_WRITE_TIMEOUT = 1.0  # seconds a background notifications/cancelled write may block
+_PROGRESS_WRITE_TIMEOUT = 5.0  # seconds a handler's notifications/progress write may block (stdio)
 #: Cancellation notices waiting for the background writer; past this (a server that stopped
 #: reading while calls keep timing out) new ones are dropped: they are best effort.
 MAX_QUEUED_CANCELS = 64
 
 NotificationCallback = Callable[[str, dict], None]
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
-#: Answers one server-to-client request: ``(method, params) -> result``; raise
-#: ServerRequestError to answer with an error. Runs on a handler thread.
-ServerRequestHandler = Callable[[str, dict], dict]
+#: Answers one server-to-client request: ``(method, params, request) -> result``, ``request``
+#: its :class:`ServerRequest` (id, cancel token, progress); raise ServerRequestError to answer
+#: with an error. Runs on a handler thread.
+ServerRequestHandler = Callable[[str, dict, "ServerRequest"], dict]
+#: ``(method, request_id, progress_token, progress, total, message)``: a request's progress, for
+#: whoever watches every request (the client-wide ``on_progress``). Runs on the dispatch thread.
+ProgressEventCallback = Callable[[str, Any, Any, float, "float | None", "str | None"], None]
 
 _INVALID_REQUEST = -32600  # JSON-RPC: the request object is not valid (here: its id)
 
@@ -127,10 +132,53 @@ def _seconds(value: Any, name: str) -> float | None:
 MAX_QUEUED_PROGRESS = 1000
 
 
+class ServerRequest:
+    """A server-to-client request being answered: its id, a cancel token the server's
+    ``notifications/cancelled`` for it sets, and its ``progressToken`` (None: it wants none)."""
+
+    __slots__ = ("_engine", "_last", "cancel", "given_up", "id", "progress_token")
+
+    def __init__(self, engine: Engine, request_id: Any, progress_token: Any) -> None:
+        self._engine = engine
+        self.id = request_id
+        self.cancel = CancellationToken()
+        #: set on the reader thread as the server's notifications/cancelled is read (the token
+        #: itself is cancelled on the dispatch thread: its callbacks are user code)
+        self.given_up = False
+        self.progress_token = progress_token
+        self._last: float | None = None
+
+    def progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
+        """Send ``notifications/progress`` for this request; False (nothing sent) when it carried no
+        progressToken, was cancelled or the connection is gone. ValueError when ``progress`` does
+        not increase or is not a finite number."""
+        if not _is_number(progress) or (total is not None and not _is_number(total)):
+            raise ValueError(f"progress and total must be finite numbers, not {progress!r:.40} and {total!r:.40}")
+        if message is not None and not isinstance(message, str):
+            raise TypeError(f"message must be a str, not {type(message).__name__}")
+        if self.progress_token is None or self.given_up or self.cancel.cancelled or not self._engine.alive:
+            return False
+        if self._last is not None and progress <= self._last:
+            raise ValueError(f"progress must increase with each notification: {progress} after {self._last}")
+        self._last = progress
+        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        try:
+            self._engine.notify("notifications/progress", params, timeout=_PROGRESS_WRITE_TIMEOUT)
+        except MCPError as exc:
+            log.debug("mcp_sync: progress for server request %r not sent: %s", self.id, exc)
+            return False
+        return True
+
+
 class _Pending(Outcome):
     """One request in flight: its outcome (the answer, or why there is none) and its progress."""
 
-    __slots__ = ("coalesced", "last_progress", "method", "ordered", "progress", "progress_queued", "tail")
+    __slots__ = ("coalesced", "event", "last_progress", "method", "ordered", "progress", "progress_queued",
+                 "request_id", "tail", "token")
 
     def __init__(self, method: str, progress: ProgressCallback | None, ordered: bool) -> None:
         Outcome.__init__(self)
@@ -143,6 +191,10 @@ class _Pending(Outcome):
         #: progress deliveries queued on the dispatcher and not yet run; notifications replaced
         #: past the bound (logged once the call ends)
         self.progress_queued = self.coalesced = 0
+        #: the client-wide watcher (``progress_event``), this request's id and progress token
+        self.event: ProgressEventCallback | None = None
+        self.request_id: Any = None
+        self.token: Any = None
 
 
 class Engine:
@@ -190,6 +242,8 @@ class Engine:
         self._progress: dict[Any, _Pending] = {}
         self._streams: dict[Any, NotificationCallback] = {}
         self._handlers = Workers(self.name)  # server requests answered by user handlers
+        #: the server's requests being answered, by id: a notifications/cancelled sets their token
+        self._serving: dict[Any, ServerRequest] = {}
         # notifications/cancelled that could not be written at once go out on one background
         # thread, so that a timed-out call returns at its deadline (#17.9)
         self._cancels: collections.deque[dict[str, Any]] = collections.deque()
@@ -257,6 +311,8 @@ class Engine:
         max_total_timeout: float | None = None,
         on_request_id: Callable[[Any], None] | None = None,
         checked: bool = False,
+        progress_token: str | int | None = None,
+        progress_event: ProgressEventCallback | None = None,
     ) -> dict[str, Any]:
         """Send a request and block for its result (a dict).
 
@@ -277,7 +333,9 @@ class Engine:
         while it is open (``subscriptions/listen``). ``checked=True`` says the params were
         already checked for values JSON cannot carry and the timeouts resolved (the facade
         checks what callers pass, once per call: CallOptions, check_json), so neither is
-        checked again here.
+        checked again here. ``progress_token`` is the caller's own token (kept on the wire;
+        ValueError when a request in flight uses it); ``progress_event`` is told of every
+        progress notification with the request's method, id and token.
         """
         # (K1, K3, T3, U3, 9.1, 9.19, 8.7)
         if checked:  # resolved and checked once, at the top (CallOptions); params are the caller's own copy
@@ -304,16 +362,28 @@ class Engine:
             on_request_id(request_id)
         # Callbacks must all run before the call returns: route the answer through
         # the dispatch queue too, except when the caller *is* the dispatch thread.
-        pending = _Pending(method, progress, ordered=progress is not None and not self.dispatcher.on_thread())
-        wants_progress = progress is not None or reset_timeout_on_progress
-        token = ""
+        watched = progress is not None or progress_event is not None
+        pending = _Pending(method, progress, ordered=watched and not self.dispatcher.on_thread())
+        wants_progress = watched or reset_timeout_on_progress or progress_token is not None
+        token: Any = ""
         if wants_progress:
-            token = f"mcp_sync-{request_id}"
+            if progress_token is None:
+                token = f"mcp_sync-{request_id}"
+            elif type(progress_token) in (str, int):
+                token = progress_token  # the caller's own: kept on the wire
+            else:
+                raise ValueError(
+                    f"{method}: a progressToken must be a string or an integer, not {progress_token!r:.40}"
+                )
+            pending.event, pending.request_id, pending.token = progress_event, request_id, token
             params = dict(params or {})  # never the caller's dict: the token is this request's
             meta = params.get("_meta")
             params["_meta"] = {**(meta if isinstance(meta, dict) else {}), "progressToken": token}
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         with self._lock:
+            if wants_progress and token in self._progress:  # str and int never equal; bools were refused
+                raise ValueError(f"{method}: progressToken {token!r:.40} is in use by a request in flight; "
+                                 "each request in flight needs its own")  # P1
             self._pending[request_id] = pending
             if wants_progress:
                 self._progress[token] = pending
@@ -618,6 +688,9 @@ class Engine:
                 return
             self._closed_error = error
             pending = list(self._pending.items())
+            serving = list(self._serving.values())
+        for request in serving:  # a handler still answering the server can stop: nobody will read it
+            request.cancel.cancel(f"the connection ended: {_text_of(error)}")
         for request_id, entry in pending:
             try:
                 entry.settle(error=_copy_closed(error, entry.method, request_id))
@@ -666,6 +739,14 @@ class Engine:
         if method == "notifications/progress":
             if self._progress_for_request(params):
                 return
+        elif method == "notifications/cancelled":  # the server gave up one of its requests to us
+            cancelled_id = normalize_id(params.get("requestId"))
+            with self._lock:
+                serving = self._serving.get(cancelled_id) if type(cancelled_id) in (str, int) else None
+            if serving is not None:
+                reason = params.get("reason")
+                serving.given_up = True  # no answer is sent from now on
+                self.dispatcher.submit(serving.cancel.cancel, reason if isinstance(reason, str) else None)
         if self.before_notification is not None:
             try:
                 self.before_notification(method, params)
@@ -692,13 +773,13 @@ class Engine:
         """
         token = params.get("progressToken")
         with self._lock:
-            pending = self._progress.get(token) if isinstance(token, str) else None
+            pending = self._progress.get(token) if type(token) in (str, int) else None
         if pending is None or pending.done:
             log.debug("mcp_sync: progress for an unknown or finished request (dropped): %s", preview(params))
             return False
         pending.last_progress = time.monotonic()  # (9.19) restarts a reset_timeout_on_progress wait
         progress = params.get("progress")
-        if pending.progress is None or not _is_number(progress):
+        if (pending.progress is None and pending.event is None) or not _is_number(progress):
             return False
         total = params.get("total")
         text = params.get("message")
@@ -720,9 +801,11 @@ class Engine:
             pending.progress_queued -= 1
             if pending.tail is slot:  # no later value may be written into a delivery under way
                 pending.tail = None
-        callback = pending.progress
-        assert callback is not None  # only a request with a callback has deliveries queued
-        callback(*args)
+        callback, event = pending.progress, pending.event
+        if callback is not None:
+            callback(*args)
+        if event is not None:
+            event(pending.method, pending.request_id, pending.token, *args)
 
     def _server_request(self, raw_id: Any, method: str, params: Any) -> None:
         if not self.answers_server_requests:
@@ -747,20 +830,45 @@ class Engine:
                         MAX_CONCURRENT_HANDLERS, method)
             self._answer(request_id, error={"code": INTERNAL_ERROR, "message": "client busy: too many requests"})
             return
-        self._handlers.spawn(lambda: self._run_handler(handler, request_id, method, params), "handler")
+        meta = params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        serving = ServerRequest(self, request_id, token if type(token) in (str, int) else None)
+        with self._lock:  # on the reader thread: a notifications/cancelled read next finds it
+            self._serving[request_id] = serving
+        self._handlers.spawn(lambda: self._run_handler(handler, serving, method, params), "handler")
 
-    def _run_handler(self, handler: ServerRequestHandler, request_id: Any, method: str, params: dict) -> None:
+    def _run_handler(self, handler: ServerRequestHandler, serving: ServerRequest, method: str, params: dict) -> None:
+        request_id = serving.id
         try:
-            result = handler(method, params)
+            self._answer_unless_cancelled(handler, serving, method, params)
+        finally:
+            with self._lock:
+                if self._serving.get(request_id) is serving:
+                    del self._serving[request_id]
+
+    def _answer_unless_cancelled(
+        self, handler: ServerRequestHandler, serving: ServerRequest, method: str, params: dict
+    ) -> None:
+        request_id = serving.id
+        try:
+            result = handler(method, params, serving)
         except ServerRequestError as exc:
+            if serving.given_up or serving.cancel.cancelled:  # the server gave up on it: no answer
+                return
             error: dict[str, Any] = {"code": exc.code, "message": exc.message}
             if exc.data is not None:
                 error["data"] = exc.data
             self._answer(request_id, error=error)
         except Exception as exc:  # a handler bug becomes an answer, never silence
+            if serving.given_up or serving.cancel.cancelled:
+                log.debug("mcp_sync: handler for %s raised after the server cancelled it: %s", method, exc)
+                return
             log.exception("mcp_sync: handler for %s raised", method)
             self._answer(request_id, error={"code": INTERNAL_ERROR, "message": f"client handler failed: {exc}"})
         else:
+            if serving.given_up or serving.cancel.cancelled:
+                log.debug("mcp_sync: %s %r was cancelled by the server: its answer is not sent", method, request_id)
+                return
             self._answer(request_id, result=result)
 
     def _answer(

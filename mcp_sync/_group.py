@@ -30,7 +30,16 @@ from ._typed import ResultT
 from ._values import Timeout
 from .cancellation import CancellationToken
 from .exceptions import CapabilityError, ClientStateError, MCPError, ServerError
-from .models import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool
+from .models import (
+    CallToolResult,
+    GetPromptResult,
+    ProgressEvent,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    Tool,
+)
 
 log = logging.getLogger("mcp_sync")
 
@@ -232,12 +241,13 @@ class ClientGroup(LLMFormatsMixin):
         max_message_bytes: int = NOT_GIVEN,
         max_pages: int = NOT_GIVEN,
         input_required_max_rounds: int = NOT_GIVEN,
-        on_elicitation: Callable[[dict[str, Any]], dict[str, Any]] | None = NOT_GIVEN,
-        on_sampling: Callable[[dict[str, Any]], dict[str, Any]] | None = NOT_GIVEN,
+        on_elicitation: Callable[..., dict[str, Any]] | None = NOT_GIVEN,
+        on_sampling: Callable[..., dict[str, Any]] | None = NOT_GIVEN,
         on_roots: Roots | None = NOT_GIVEN,
         on_notification: Callable[[str, str, dict[str, Any]], None] | None = NOT_GIVEN,
         on_connection_lost: Callable[[MCPError], None] | None = NOT_GIVEN,
         on_reconnected: Callable[[Client], None] | None = NOT_GIVEN,
+        on_progress: Callable[[ProgressEvent], None] | None = NOT_GIVEN,
         tracing: bool = NOT_GIVEN,
         log_level: str | None = NOT_GIVEN,
         extensions: Mapping[str, Any] | None = NOT_GIVEN,

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 #: ``progress(progress, total, message)``: told of each progress notification of a call.
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
 #: The roots given to servers: a list of URIs (or root dicts), or a callable returning one.
-Roots = Union[Sequence[Union[str, dict]], Callable[[], Sequence[Union[str, dict]]]]
+Roots = Union[Sequence[Union[str, dict]], Callable[..., Sequence[Union[str, dict]]]]
 
 #: Per-call cache modes: reuse a fresh result, re-fetch and store, or neither read nor store.
 CACHE_MODES = ("use", "refresh", "bypass")

@@ -21,10 +21,11 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, Generic, Iterator, TypeVar, Union
+from typing import Any, Callable, Generic, Iterator, TypeVar, Union
 
 import attrs
 
+from .cancellation import CancellationToken
 from .exceptions import ProtocolError
 
 _META = "_meta"
@@ -900,3 +901,84 @@ class InitializeResult:
             instructions=_opt_str(raw.get("instructions")),
             raw=raw,
         )
+
+
+@attrs.frozen(kw_only=True)
+class ProgressEvent:
+    """One progress notification of one request, as the client-wide ``on_progress`` gets it.
+
+    ``method`` and ``request_id`` name the request it belongs to, ``progress_token``
+    is the token it carried (the caller's own, when the call passed
+    ``meta={"progressToken": ...}``), ``server`` the client's name. ``total`` and
+    ``message`` are None when the server sent none.
+
+    Example::
+
+        def on_progress(event):
+            print(f"{event.server}: {event.method} #{event.request_id}: {event.progress}/{event.total}")
+
+        client = mcp_sync.Client.stdio("python", ["server.py"], on_progress=on_progress)
+    """
+
+    server: str
+    method: str
+    request_id: Any
+    progress_token: str | int
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
+@attrs.frozen(eq=False)
+class RequestContext:
+    """What a handler knows of the server's request it answers.
+
+    A sampling, elicitation or roots handler that takes one more positional
+    parameter than usual gets it: ``on_sampling(params, context)``,
+    ``on_elicitation(params, context)``, ``on_roots(context)`` (a one-parameter
+    handler is called as before). ``server`` is the client's name, ``target``
+    what it connects to, ``era`` ``"legacy"`` or ``"modern"``, ``method`` the
+    request's method and ``request_id`` its id (legacy: the JSON-RPC id;
+    modern: the key of the ``inputRequests`` entry).
+
+    ``cancel`` is set when the server gives up on the request (legacy: its
+    ``notifications/cancelled``; the answer is then not sent), when the call
+    that led to it is cancelled (modern), or when the connection ends: a long
+    handler should check ``context.cancel.cancelled`` (or register
+    ``context.cancel.add_callback``) and stop. :meth:`report_progress` tells
+    the server how far the handler got, where the protocol lets a client do so.
+
+    Example::
+
+        def on_elicitation(params, context):
+            print(f"{context.server} asks ({context.era}, request {context.request_id})")
+            answer = ask_the_user(params["message"], stop_when=context.cancel)
+            return {"action": "cancel"} if context.cancel.cancelled else answer
+    """
+
+    server: str
+    target: str
+    era: str
+    method: str
+    request_id: Any
+    cancel: CancellationToken = attrs.field(factory=CancellationToken)
+    #: the request's ``_meta.progressToken`` (legacy), else None
+    progress_token: str | int | None = None
+    _progress: Callable[..., bool] | None = attrs.field(default=None, alias="progress", repr=False)
+
+    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
+        """Send the server a progress notification for its request; True when one was sent.
+
+        Legacy servers (2025-11-25 lets either side send progress) that put a
+        ``progressToken`` on their request get ``notifications/progress``; modern
+        servers take no progress from a client, and a request without a token
+        wants none: nothing is sent and this returns False. ``progress`` must
+        increase with each call (ValueError otherwise).
+
+        Example: ``context.report_progress(3, total=10, message="3 of 10 documents read")``
+        """
+        if self._progress is None:
+            return False
+        return self._progress(progress, total, message)
+
+

@@ -305,7 +305,7 @@ def test_nothing_reaches_the_application_after_close(no_leaks: None) -> None:
     handled: list[str] = []
     wire, engine = started(
         on_notification=lambda method, params: noted.append(method),
-        on_server_request=lambda method, params: handled.append(method) or {},
+        on_server_request=lambda method, params, request: handled.append(method) or {},
     )
     engine.close()
     threads = set(threading.enumerate())
@@ -511,7 +511,7 @@ def test_an_answer_no_transport_will_send_is_retried_once_as_an_error_then_dropp
     """The handler's answer cannot be sent: a plain error answer is tried instead; when the
     transport refuses that too, the engine stops there (two attempts, no loop) and routing
     goes on."""
-    wire, engine = started(RefusingWire(), on_server_request=lambda method, params: {"roots": []})
+    wire, engine = started(RefusingWire(), on_server_request=lambda method, params, request: {"roots": []})
     with caplog.at_level(logging.ERROR, logger="mcp_sync"):
         engine.message({"jsonrpc": "2.0", "id": "s1", "method": "roots/list"})
         assert wait_until(lambda: len(wire.attempts) >= 2, 5)

@@ -200,7 +200,7 @@ def test_non_finite_numbers_are_refused_before_sending(value: float) -> None:
 
 
 def test_a_handler_answer_with_nan_becomes_an_error_answer() -> None:
-    wire, engine = started_engine(on_server_request=lambda method, params: {"value": float("nan")})
+    wire, engine = started_engine(on_server_request=lambda method, params, request: {"value": float("nan")})
     engine.message({"jsonrpc": "2.0", "id": "s1", "method": "sampling/createMessage", "params": {}})
     wait_for(lambda: bool(wire.sent))
     assert wire.sent[0]["id"] == "s1" and wire.sent[0]["error"]["code"] == -32603
@@ -583,7 +583,7 @@ def test_server_requests_beyond_the_bound_are_refused_not_threaded() -> None:
     """#8.9 (the same class): each server request took a thread, without bound."""
     release = threading.Event()
 
-    def handler(method: str, params: dict) -> dict:
+    def handler(method: str, params: dict, request: object) -> dict:
         release.wait(10)
         return {}
 
@@ -671,7 +671,7 @@ def test_an_answer_that_cannot_be_encoded_still_answers_the_server(behaviour: st
     case was the hole: a refusal coded -32603 whose data cannot be encoded was taken for the
     fallback itself and dropped without an answer."""
 
-    def handler(method: str, params: dict) -> Any:
+    def handler(method: str, params: dict, request: object) -> Any:
         if behaviour == "returns a set":
             return {"roots": {1, 2}}
         code = -32603 if "internal" in behaviour else -32000

@@ -100,7 +100,7 @@ def results_named(messages: list[Any], request_id: int) -> list[Any]:
 @given(data=st.data())
 def test_any_envelope_leaves_every_call_with_its_own_outcome(data: st.DataObject) -> None:
     wire = Wire()
-    engine = Engine(wire, on_server_request=lambda method, params: {}, on_notification=lambda m, p: None)  # type: ignore[arg-type]
+    engine = Engine(wire, on_server_request=lambda method, params, request: {}, on_notification=lambda m, p: None)  # type: ignore[arg-type]
     engine.start()
     outcomes: dict[int, tuple[Any, BaseException | None, float]] = {}
     kinds = [{}, {"progress": lambda *a: None}, {"reset_timeout_on_progress": True, "max_total_timeout": DEADLINE}]

@@ -23,7 +23,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from .._engine import Engine
+from .._engine import Engine, ServerRequest
 from .._threads import Dispatcher
 from ..exceptions import Cancelled, ClientStateError, ConnectionClosed, MCPError, RequestTimeout
 from ..transports.base import BaseTransport, declared
@@ -90,8 +90,8 @@ class ConnectionHooks(Protocol):
     def dispatch_notification(self, method: str, params: dict[str, Any]) -> None:
         """Dispatch thread: a notification for the application."""
 
-    def answer_server_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Handler thread: a legacy server's request to the client."""
+    def answer_server_request(self, method: str, params: dict[str, Any], request: ServerRequest) -> dict[str, Any]:
+        """Handler thread: a legacy server's request to the client (``request``: its id, cancel token, progress)."""
 
     def before_notification(self, engine: Engine, method: str, params: dict[str, Any]) -> None:
         """Reader thread, before anyone sees the notification (quick, no user code)."""

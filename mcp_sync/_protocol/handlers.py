@@ -8,6 +8,7 @@ registering a handler is what declares its capability.
 
 from __future__ import annotations
 
+import inspect
 import threading
 from typing import Any, Callable, Mapping, Sequence
 
@@ -16,11 +17,31 @@ import attrs
 from .._options import Roots
 from .._values import check_json
 from ..exceptions import INVALID_PARAMS, METHOD_NOT_FOUND, HandlerError, MCPError, ServerRequestError
+from ..models import RequestContext
 
 ElicitationHandler = Callable[[dict], dict]
 SamplingHandler = Callable[[dict], dict]
 
 INPUT_METHODS = ("elicitation/create", "sampling/createMessage", "roots/list")
+#: The handler of each input method, and how many arguments it takes before the context.
+_HANDLER_OF = {"elicitation/create": ("on_elicitation", 1), "sampling/createMessage": ("on_sampling", 1),
+               "roots/list": ("on_roots", 0)}
+
+
+
+
+def takes_context(handler: Any, arguments: int) -> bool:
+    """Whether ``handler`` takes one more positional parameter than the ``arguments`` it is always
+    given: then it gets a :class:`RequestContext` as that parameter. ``*args`` does not count."""
+    if not callable(handler):
+        return False
+    try:
+        signature = inspect.signature(handler)
+    except (TypeError, ValueError):  # a builtin without a signature: called as before
+        return False
+    positional = [p for p in signature.parameters.values()
+                  if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    return len(positional) > arguments
 
 
 _DEFAULTABLE = ("string", "integer", "number", "boolean", "array")
@@ -144,8 +165,8 @@ def is_file_uri(uri: str) -> bool:
     return uri[:7].lower() == "file://"
 
 
-def _roots_list(roots: Roots) -> list[dict[str, Any]]:
-    items = _run("on_roots", roots) if callable(roots) else roots
+def _roots_list(roots: Roots, arguments: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    items = _run("on_roots", roots, *arguments) if callable(roots) else roots
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
         raise HandlerError(
             f"on_roots gave {type(items).__name__}; it must be a list of URIs or {{'uri': ...}} dicts",
@@ -165,8 +186,11 @@ def _roots_list(roots: Roots) -> list[dict[str, Any]]:
 
 
 def _forget_capabilities(handlers: Handlers, attribute: Any, value: Any) -> Any:
-    """Setting a handler or an option changes what the client declares: build it again."""
-    if not attribute.name.startswith("_"):
+    """Setting an option changes what the client declares: build it again. A handler is looked at
+    once, as it is set (does it take a context?); the capabilities' cache key says which are set."""
+    if attribute.name in ("on_elicitation", "on_sampling", "on_roots"):
+        handlers._takes[attribute.name] = (value, takes_context(value, 0 if attribute.name == "on_roots" else 1))
+    elif not attribute.name.startswith("_"):
         handlers._capability_cache = {}
     return value
 
@@ -195,40 +219,51 @@ class Handlers:
     url_elicitation: bool = False
     _calls: list[list[HandlerError]] = attrs.field(factory=list, init=False, repr=False)
     _calls_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
-    #: capabilities(era) as built last, per era (and URL elicitation flag); emptied when a field is set
+    #: capabilities(era) as built, per era and which handlers are set; emptied when an option is set
     _capability_cache: dict[Any, dict[str, Any]] = attrs.field(factory=dict, init=False, repr=False, eq=False)
+    #: each handler as set, and whether it takes a context (read once, as it is set)
+    _takes: dict[str, tuple[Any, bool]] = attrs.field(factory=dict, init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        for name, arguments in _HANDLER_OF.values():
+            handler = getattr(self, name)
+            self._takes[name] = (handler, takes_context(handler, arguments))
 
     @property
     def declares_url(self) -> bool:
         return self.url_elicitation or bool(getattr(self.on_elicitation, "url", False))
 
     def capabilities(self, era: str) -> dict[str, Any]:
-        """The client capabilities these handlers declare in ``era``. Built once and kept until a
-        handler or option is set (every modern request carries them): the dict is shared, so
-        copy it to change it. A handler's ``url`` attribute is read on each call."""
-        key = era if self.on_elicitation is None else (era, self.declares_url)
+        """The client capabilities these handlers declare in ``era``. Built once per set of
+        handlers present and kept (every modern request carries them): the dict is shared, so
+        copy it to change it. A handler's ``url`` attribute is read on each call. Handlers may be
+        set from any thread: the key and the dict are made from one reading of them."""
+        elicitation, sampling, roots = self.on_elicitation, self.on_sampling, self.on_roots
+        url = elicitation is not None and (self.url_elicitation or bool(getattr(elicitation, "url", False)))
+        key = (era, elicitation is not None, url, sampling is not None, roots is not None)
         caps = self._capability_cache.get(key)
         if caps is None:
-            caps = self._capability_cache[key] = self._build_capabilities(era)
+            caps = self._capability_cache[key] = self._build_capabilities(era, *key[1:])
         return caps
 
-    def _build_capabilities(self, era: str) -> dict[str, Any]:
+    def _build_capabilities(self, era: str, elicitation: bool, url: bool, sampling: bool, roots: bool
+                            ) -> dict[str, Any]:
         caps: dict[str, Any] = {}
-        if self.on_elicitation is not None:
+        if elicitation:
             caps["elicitation"] = {"form": {}}
-            if self.declares_url:
+            if url:
                 caps["elicitation"]["url"] = {}
-        if self.on_sampling is not None:
+        if sampling:
             caps["sampling"] = {"tools": {}} if self.sampling_tools else {}
-        if self.on_roots is not None:
+        if roots:
             caps["roots"] = {"listChanged": True} if era == "legacy" else {}
         if self.extensions:
             caps["extensions"] = dict(self.extensions)
         if self.host_tasks and era == "legacy":  # LG12: client-hosted tasks for our input handlers
             requests: dict[str, Any] = {}
-            if self.on_sampling is not None:
+            if sampling:
                 requests["sampling"] = {"createMessage": {}}
-            if self.on_elicitation is not None:
+            if elicitation:
                 requests["elicitation"] = {"create": {}}
             if requests:
                 caps["tasks"] = {"list": {}, "cancel": {}, "requests": requests}
@@ -241,21 +276,36 @@ class Handlers:
             "roots/list": self.on_roots,
         }.get(method) is not None
 
-    def answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Answer one input request; raises ServerRequestError to refuse, HandlerError when a handler fails."""
-        if method == "elicitation/create" and self.on_elicitation is not None:
+    def _arguments(self, name: str, handler: Any, base: tuple[Any, ...], method: str,
+                   context: RequestContext | None) -> tuple[Any, ...]:
+        """``base``, and the context when ``handler`` takes one (read as it was set)."""
+        known = self._takes.get(name)
+        wants = known[1] if known is not None and known[0] is handler else takes_context(handler, len(base))
+        if not wants:
+            return base
+        if context is None:
+            context = RequestContext(server="", target="", era="", method=method, request_id=None)
+        return (*base, context)
+
+    def answer(self, method: str, params: dict[str, Any], context: RequestContext | None = None) -> dict[str, Any]:
+        """Answer one input request; raises ServerRequestError to refuse, HandlerError when a handler fails.
+        A handler that takes a context gets ``context``."""
+        elicitation, sampling, roots = self.on_elicitation, self.on_sampling, self.on_roots  # read once
+        if method == "elicitation/create" and elicitation is not None:
             mode = params.get("mode", "form")  # L1: no mode means form
-            if mode == "url" and not self.declares_url:
+            if mode == "url" and not (self.url_elicitation or bool(getattr(elicitation, "url", False))):
                 raise ServerRequestError("URL elicitation was not declared", code=INVALID_PARAMS)
-            result = check_elicit_result(_run("on_elicitation", self.on_elicitation, params))
+            arguments = self._arguments("on_elicitation", elicitation, (params,), method, context)
+            result = check_elicit_result(_run("on_elicitation", elicitation, *arguments))
             validate_elicitation(params, result)
             return result
-        if method == "sampling/createMessage" and self.on_sampling is not None:
+        if method == "sampling/createMessage" and sampling is not None:
             if (params.get("tools") or params.get("toolChoice")) and not self.sampling_tools:
                 raise ServerRequestError("tool-enabled sampling was not declared", code=INVALID_PARAMS)
-            return check_sampling_result(_run("on_sampling", self.on_sampling, params))
-        if method == "roots/list" and self.on_roots is not None:
-            return {"roots": _roots_list(self.on_roots)}
+            arguments = self._arguments("on_sampling", sampling, (params,), method, context)
+            return check_sampling_result(_run("on_sampling", sampling, *arguments))
+        if method == "roots/list" and roots is not None:
+            return {"roots": _roots_list(roots, self._arguments("on_roots", roots, (), method, context))}
         raise ServerRequestError(f"Method not found: {method}", code=METHOD_NOT_FOUND)
 
     def failed(self, error: HandlerError) -> None:

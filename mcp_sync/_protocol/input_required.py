@@ -19,8 +19,9 @@ import attrs
 
 from .._options import CallOptions
 from .._threads import run_concurrently
+from ..cancellation import CancellationToken
 from ..exceptions import InputRequiredError, ProtocolError, ServerRequestError
-from .handlers import INPUT_METHODS
+from .handlers import INPUT_METHODS, RequestContext
 
 if TYPE_CHECKING:
     from .session import Session
@@ -69,7 +70,7 @@ def _rounds(session: Session, method: str, params: dict[str, Any], options: Call
             time.sleep(delay)
             delay = min(delay * 2, _LOAD_SHED_BACKOFF[1])
             continue
-        responses = answer(session, method, requests, state)
+        responses = answer(session, method, requests, state, options.cancel)
     raise InputRequiredError(
         f"{method}: still input_required after {session.input_required_max_rounds} rounds",
         method=method,
@@ -77,8 +78,12 @@ def _rounds(session: Session, method: str, params: dict[str, Any], options: Call
     )
 
 
-def answer(session: Session, method: str, requests: dict[str, Any], state: str | None) -> dict[str, Any]:
-    """Answer one round's ``inputRequests`` through the handlers; raises if one cannot be answered."""
+def answer(session: Session, method: str, requests: dict[str, Any], state: str | None,
+           cancel: CancellationToken | None = None) -> dict[str, Any]:
+    """Answer one round's ``inputRequests`` through the handlers; raises if one cannot be answered.
+
+    A handler that takes a context gets one whose cancel token follows the call's ``cancel``
+    (the server of a modern call has no request of its own to cancel: it asked in a result)."""
     handlers = session.handlers
     missing = {
         key: req
@@ -92,11 +97,23 @@ def answer(session: Session, method: str, requests: dict[str, Any], state: str |
             request_state=state,
             method=method,
         )
+    stop = CancellationToken()
+    unlink = cancel.add_callback(stop.cancel) if cancel is not None else None
+    contexts = {
+        key: RequestContext(server=session.name, target=session.connection.target, era="modern",
+                            method=req["method"], request_id=key, cancel=stop)
+        for key, req in requests.items()
+    }
     # Handlers may take minutes (a person answering): run them side by side.
-    outcomes = run_concurrently(
-        {key: (handlers.answer, req["method"], req.get("params") or {}) for key, req in requests.items()},
-        session.engine.name if session.engine else "server",
-    )
+    try:
+        outcomes = run_concurrently(
+            {key: (handlers.answer, req["method"], req.get("params") or {}, contexts[key])
+             for key, req in requests.items()},
+            session.engine.name if session.engine else "server",
+        )
+    finally:
+        if unlink is not None:
+            unlink()
     answers: dict[str, Any] = {}
     for key, (value, error) in outcomes.items():
         if isinstance(error, ServerRequestError):

@@ -84,6 +84,8 @@ class Negotiated:
     server_implementation: dict[str, Any] | None
     instructions: str | None
     server_info: dict[str, Any]
+    #: legacy: the client capabilities declared at ``initialize`` (session-wide: LG1); modern: empty
+    client_capabilities: dict[str, Any] = attrs.field(factory=dict)
 
 
 def legacy_capabilities(capabilities: dict[str, Any], version: str) -> dict[str, Any]:
@@ -298,7 +300,7 @@ class Lifecycle:
             if init.done:
                 error = init.error
                 if error is None:
-                    negotiated = self._finish_handshake(engine, init.value, LATEST_LEGACY)
+                    negotiated = self._finish_handshake(engine, init.value, LATEST_LEGACY, params["capabilities"])
                     probe.abandon()  # legacy: stop waiting for the probe (the server is told)
                     return engine, negotiated
                 if isinstance(error, UnsupportedProtocolVersionError):
@@ -385,10 +387,13 @@ class Lifecycle:
 
     def _handshake(self, engine: Engine, version: str, budget: _Budget) -> Negotiated:
         # LG1: initialize must not be cancelled, so a timeout does not cancel it on the wire.
-        raw = budget.request(engine, "initialize", self._initialize_params(version))
-        return self._finish_handshake(engine, raw, version)
+        params = self._initialize_params(version)
+        raw = budget.request(engine, "initialize", params)
+        return self._finish_handshake(engine, raw, version, params["capabilities"])
 
-    def _finish_handshake(self, engine: Engine, raw: dict[str, Any], version: str) -> Negotiated:
+    def _finish_handshake(
+        self, engine: Engine, raw: dict[str, Any], version: str, capabilities: dict[str, Any]
+    ) -> Negotiated:
         result = InitializeResult.from_wire(raw)
         if result.protocol_version not in LEGACY_VERSIONS:
             engine.close("unsupported protocol version")
@@ -407,6 +412,7 @@ class Lifecycle:
             server_implementation=result.server_info,
             instructions=result.instructions,
             server_info=raw,
+            client_capabilities=capabilities,
         )
 
 

@@ -37,7 +37,7 @@ from ..exceptions import (
 from ..transports.base import declared
 from .cache import CACHEABLE_METHODS, ResultCache, is_retry
 from .connection import ClientState, Connection
-from .handlers import Handlers, is_file_uri
+from .handlers import Handlers, RequestContext, is_file_uri
 from .hosted_tasks import TASK_METHODS
 from .lifecycle import Lifecycle, Negotiated
 from .subscriptions import Subscriptions
@@ -45,8 +45,9 @@ from .tool_headers import ToolHeaders
 from .tracing import Tracing
 
 if TYPE_CHECKING:
-    from .._engine import Engine
+    from .._engine import Engine, ServerRequest
     from .._schemas import ToolSchemas
+    from ..models import ProgressEvent
     from ..transports.base import Transport
 
 log = logging.getLogger("mcp_sync")
@@ -104,8 +105,8 @@ class Session:
         max_message_bytes: int,
         max_pages: int,
         input_required_max_rounds: int,
-        on_elicitation: Callable[[dict], dict] | None,
-        on_sampling: Callable[[dict], dict] | None,
+        on_elicitation: Callable[..., dict] | None,
+        on_sampling: Callable[..., dict] | None,
         on_roots: Roots | None,
         on_notification: Callable[[str, dict], None] | None,
         log_level: str | None,
@@ -119,8 +120,11 @@ class Session:
         on_connection_lost: Callable[[MCPError], None] | None = None,
         on_reconnected: Callable[[], None] | None = None,
         tracing: bool = True,
+        on_progress: Callable[[ProgressEvent], None] | None = None,
     ) -> None:
         self.timeout = timeout
+        #: #31.5: every request's progress, with the request it belongs to (any thread may set it)
+        self.on_progress = on_progress
         #: #19.3: the application's connection events, run on the dispatch thread
         self.on_connection_lost = on_connection_lost
         self.on_reconnected = on_reconnected
@@ -232,6 +236,10 @@ class Session:
             raise ClientStateError("the client is closed")
         wire_params = self.lifecycle.params(negotiated, params, options.meta, options.extensions)
         timeout = self.timeout if options.timeout is USE_CLIENT_DEFAULT else options.timeout
+        # #31.5: a token the caller chose is kept (and its progress delivered); every request
+        # carries one while a client-wide on_progress is set
+        progress_token = options.meta.get("progressToken") if options.meta else None
+        progress_event = self._progress_event if self.on_progress is not None else None
         for attempt in (1, 2):
             try:
                 result = engine.request(
@@ -240,6 +248,7 @@ class Session:
                     reset_timeout_on_progress=options.reset_timeout_on_progress,
                     max_total_timeout=options.max_total_timeout, on_request_id=options.on_request_id,
                     checked=True,  # the facade checked every value it was given (CallOptions, check_json)
+                    progress_token=progress_token, progress_event=progress_event,
                 )
                 break
             except ConnectionClosed as exc:
@@ -383,11 +392,44 @@ class Session:
             raise ClientStateError("the client is closed")
         engine.notify(method, params)
 
+    def _progress_event(self, method: str, request_id: Any, token: Any, progress: float, total: float | None,
+                        message: str | None) -> None:
+        """Dispatch thread: one progress notification for the client-wide ``on_progress``."""
+        callback = self.on_progress  # read now: a callback set to None mid-call is not called
+        if callback is None:
+            return
+        from ..models import ProgressEvent
+
+        callback(ProgressEvent(server=self.name, method=method, request_id=request_id, progress_token=token,
+                               progress=progress, total=total, message=message))
+
+    def set_handler(self, name: str, handler: Any) -> None:
+        """Replace ``on_elicitation``, ``on_sampling`` or ``on_roots`` on a live client (#31.1).
+
+        Modern servers read the client's capabilities from each request, so the next one declares
+        the change. A legacy server learned them once, at ``initialize``: a handler whose
+        capability was not declared then is refused (CapabilityError) while connected to it;
+        replacing a declared one, or removing one, is fine. A roots change is told to a legacy
+        server with ``notifications/roots/list_changed``."""
+        capability = {"on_elicitation": "elicitation", "on_sampling": "sampling", "on_roots": "roots"}[name]
+        handlers, connection = self.handlers, self.connection
+        with connection.lock:  # one change at a time, judged against the connection it applies to
+            negotiated = connection.negotiated if connection.state is ClientState.OPEN else None
+            if (handler is not None and negotiated is not None and negotiated.era == "legacy"
+                    and capability not in negotiated.client_capabilities):
+                raise CapabilityError(
+                    f"cannot set {name} now: the client told the legacy server {self.name!r} at connect that it "
+                    f"has no {capability!r} capability, and a legacy server learns capabilities only then. "
+                    f"Pass {name}= when the client is made, or close() the client, set {name}, and connect again"
+                )
+            setattr(handlers, name, handler)
+        engine = connection.res.engine
+        if name == "on_roots" and handler is not None and negotiated is not None and negotiated.era == "legacy" \
+                and engine is not None:
+            engine.notify("notifications/roots/list_changed")  # LG10
+
     def set_roots(self, roots: Roots) -> None:
-        self.handlers.on_roots = roots
-        negotiated, engine = self.connection.negotiated, self.connection.res.engine
-        if negotiated is not None and negotiated.era == "legacy" and engine is not None:
-            engine.notify("notifications/roots/list_changed")
+        self.set_handler("on_roots", roots)
 
     def set_log_level(self, level: str) -> None:
         self.lifecycle.log_level = level
@@ -522,17 +564,21 @@ class Session:
         if self.on_notification is not None:
             self.on_notification(method, params)
 
-    def answer_server_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    def answer_server_request(self, method: str, params: dict[str, Any], request: ServerRequest) -> dict[str, Any]:
         """A legacy server-to-client request (LG10), on a handler thread."""
         handlers = self.handlers
+        context = RequestContext(
+            server=self.name, target=self.connection.target, era="legacy", method=method, request_id=request.id,
+            cancel=request.cancel, progress_token=request.progress_token, progress=request.progress,
+        )
         if handlers.host_tasks:  # LG12: client-hosted tasks
             hosted = self.connection.hosted_tasks
             if method in TASK_METHODS:
                 return hosted.answer(method, params)
             if isinstance(params.get("task"), dict) and method in ("sampling/createMessage", "elicitation/create"):
-                return hosted.start(params, lambda: handlers.answer(method, params))
+                return hosted.start(params, lambda: handlers.answer(method, params, context))
         try:
-            result = handlers.answer(method, params)
+            result = handlers.answer(method, params, context)
         except HandlerError as exc:
             handlers.failed(exc)  # the call in flight raises it too, as on a modern server
             raise

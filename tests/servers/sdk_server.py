@@ -178,6 +178,37 @@ def ask_name(form: Annotated[NameForm, Resolve(_ask)]) -> str:
     return f"Hello, {form.name}"
 
 
+@server.tool()
+async def ask_within(seconds: float, ctx: Context) -> str:
+    """Legacy era: send the client an ``elicitation/create`` (form: name) whose ``_meta`` carries a
+    progressToken, and give up after `seconds` (the SDK then sends ``notifications/cancelled`` for
+    it). Returns JSON: ``{"outcome": "answered" | "gave up", "action": ..., "progress": [[p, t, m]...]}``
+    (the client's progress notifications for the request, as the server received them)."""
+    import json
+
+    from mcp.shared.message import ServerMessageMetadata
+    from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitResult
+
+    progress: list[list[Any]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append([value, total, message])
+
+    request = ElicitRequest(params=ElicitRequestFormParams(
+        message="Who are you?",
+        requested_schema={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+    ))
+    outcome, action = "gave up", None
+    with anyio.move_on_after(seconds):
+        result = await ctx.request_context.session.send_request(
+            request, ElicitResult, metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
+            progress_callback=on_progress,
+        )
+        outcome, action = "answered", result.action
+    await anyio.sleep(0.2)  # progress sent just before the answer or the give-up is in by now
+    return json.dumps({"outcome": outcome, "action": action, "progress": progress})
+
+
 def _sample(question: str) -> Sample:
     return Sample(
         [SamplingMessage(role="user", content=[TextContent(type="text", text=question),

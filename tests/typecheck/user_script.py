@@ -27,6 +27,15 @@ def on_progress(progress: float, total: float | None, message: str | None) -> No
     print(progress, total, message)
 
 
+def long_elicitation(params: dict[str, Any], context: mcp_sync.RequestContext) -> dict[str, Any]:
+    context.report_progress(1, total=2, message=f"{context.server} asks ({context.era}, {context.request_id})")
+    return {"action": "cancel"} if context.cancel.cancelled else {"action": "decline"}
+
+
+def every_progress(event: mcp_sync.ProgressEvent) -> None:
+    print(event.server, event.method, event.request_id, event.progress_token, event.progress, event.total)
+
+
 def describe(block: mcp_sync.TextContent | mcp_sync.ImageContent | mcp_sync.AudioContent | mcp_sync.ResourceLink
              | mcp_sync.EmbeddedResource | mcp_sync.ContentBlock) -> str:
     if isinstance(block, mcp_sync.TextContent):
@@ -49,6 +58,9 @@ def main() -> None:
         on_sampling=on_sampling, on_roots=["file:///tmp"], url_elicitation=True, name="demo",
     )
     assert client.state is mcp_sync.ClientState.NEW
+    client.on_elicitation = long_elicitation
+    client.on_progress = every_progress
+    client.roots = ["file:///home/me/project"]
     remote = mcp_sync.Client.http("https://example.com/mcp", headers={"X": "1"}, connect_timeout=5, max_retries=2,
                                   auth=mcp_sync.OAuth(client_name="demo"))
     legacy = mcp_sync.Client.sse("https://example.com/sse", timeout=None, tracing=False,
