@@ -105,6 +105,14 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
     ``opentelemetry-api`` installed, each request is an OpenTelemetry client
     span (see the Services page); ``tracing=False`` turns that off.
 
+    No probe when the caller already knows: with ``protocol_version="2026-07-28"``
+    (a modern pin) the client sends no ``server/discover`` to connect; each
+    request carries that version, and the server's capabilities are asked for
+    only when read (:attr:`server_capabilities`, :meth:`discover`). Given
+    ``discover_result=`` (a :class:`DiscoverResult` an earlier client got from
+    this server, e.g. kept by a service across restarts), the client takes
+    that server for modern with those capabilities, and sends no probe either.
+
     Example::
 
         with mcp_sync.Client.stdio("python", ["server.py"]) as client:
@@ -140,6 +148,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         restart: bool = True,
         validate_output: str | bool = "warn",
         validate_input: bool = False,
+        discover_result: DiscoverResult | Mapping[str, Any] | None = None,
         url_elicitation: bool = False,
         name: str | None = None,
     ) -> None:
@@ -165,7 +174,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
             restart=restart, schemas=ToolSchemas(validate_output, validate_input), url_elicitation=url_elicitation,
             on_connection_lost=_checked_callback("on_connection_lost", on_connection_lost),
             on_reconnected=_reconnected_callback(self, _checked_callback("on_reconnected", on_reconnected)),
-            tracing=bool(tracing),
+            tracing=bool(tracing), discover_result=_discover_result(discover_result),
         )
         self._session.connection.finalizer_for(self)
         self._tool_names = ToolNames()  # the LLM names handed out by to_*_tools, for run_tool_call
@@ -258,7 +267,9 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         :class:`ClientStateError`). If connecting fails, everything the attempt
         started is stopped before the exception propagates. On a closed client,
         ``connect()`` opens it afresh (a new server process or HTTP session;
-        subscriptions closed by ``close()`` stay closed).
+        subscriptions closed by ``close()`` stay closed). A client pinned to a modern
+        revision (``protocol_version="2026-07-28"``) sends nothing to connect and
+        returns ``{}``; one given ``discover_result=`` returns that result's dict.
 
         Example: ``client.connect(timeout=30); print(client.era, client.protocol_version)``
         """
@@ -368,22 +379,22 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
     @property
     def server_capabilities(self) -> dict[str, Any]:
         """The server's capabilities (from discover or initialize)."""
-        return self._session.connected().server_capabilities
+        return self._session.known().server_capabilities
 
     @property
     def server_implementation(self) -> dict[str, Any] | None:
         """The server's ``{"name", "version"}``, or None if it did not say."""
-        return self._session.connected().server_implementation
+        return self._session.known().server_implementation
 
     @property
     def instructions(self) -> str | None:
         """The server's instructions for the model, if any."""
-        return self._session.connected().instructions
+        return self._session.known().instructions
 
     @property
     def server_info(self) -> dict[str, Any]:
         """The raw InitializeResult or DiscoverResult."""
-        return self._session.connected().server_info
+        return self._session.known().server_info
 
     def meta(self) -> dict[str, Any]:
         """The ``_meta`` envelope this client adds to modern requests.
@@ -644,7 +655,11 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
 
         Cached like the lists (the connect-time answer seeds the cache): a fresh
         one is reused within its ttlMs, a stale one re-fetched, and a re-fetched
-        one updates :attr:`server_capabilities` and :attr:`instructions`.
+        one updates :attr:`server_capabilities` and :attr:`instructions`. Works
+        before the first request (it connects first). On a client that connected
+        without asking (pinned to ``protocol_version="2026-07-28"``, or given
+        ``discover_result=``), the first call asks the server.
+
         Example: ``client.discover(cache="refresh").capabilities``
         """
         check_mode(cache)
@@ -740,6 +755,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         timeout = check_timeout(timeout)
         if isinstance(resource_uris, str) or not all(isinstance(uri, str) for uri in resource_uris):
             raise TypeError("listen: resource_uris must be a list of URI strings")
+        self._session.known(self.timeout if timeout is USE_CLIENT_DEFAULT else timeout)  # what may be asked for
         return self._session.subscriptions.listen(
             tools_list_changed=tools_list_changed,
             prompts_list_changed=prompts_list_changed,
@@ -897,6 +913,19 @@ BoundClient.__module__ = "mcp_sync"
 
 
 # -- argument checks (before anything is sent) ---------------------------------------------------
+
+
+def _discover_result(value: Any) -> dict[str, Any] | None:
+    """``discover_result=``: a :class:`DiscoverResult` (or its raw dict), as the raw dict; TypeError otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, DiscoverResult):
+        value = value.raw
+    if not isinstance(value, Mapping):
+        raise TypeError(f"discover_result must be a DiscoverResult (from client.discover()), not {type(value).__name__}")
+    raw = dict(value)
+    check_json(raw, "discover_result")
+    return raw
 
 
 def _checked_callback(option: str, callback: Any) -> Any:

@@ -29,6 +29,7 @@ from .transports.base import Transport
 
 if TYPE_CHECKING:
     from ._protocol.session import Session
+    from .models import DiscoverResult
 
 _C = TypeVar("_C", bound="ClientConstructors")
 
@@ -84,6 +85,7 @@ class ClientConstructors:
         url_elicitation: bool = False,
         validate_output: str | bool = "warn",
         validate_input: bool = False,
+        discover_result: DiscoverResult | Mapping[str, Any] | None = None,
     ) -> _C:
         """A client for a server run as a subprocess (stdio transport).
 
@@ -133,7 +135,7 @@ class ClientConstructors:
             on_connection_lost=on_connection_lost, on_reconnected=on_reconnected, tracing=tracing,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
-            validate_input=validate_input,
+            validate_input=validate_input, discover_result=discover_result,
         ))
 
     @classmethod
@@ -166,6 +168,7 @@ class ClientConstructors:
         url_elicitation: bool = False,
         validate_output: str | bool = "warn",
         validate_input: bool = False,
+        discover_result: DiscoverResult | Mapping[str, Any] | None = None,
     ) -> _C:
         """A client of an MCP server object in this process, for tests: no subprocess, no socket.
 
@@ -205,7 +208,7 @@ class ClientConstructors:
             on_connection_lost=on_connection_lost, on_reconnected=on_reconnected, tracing=tracing,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
-            validate_input=validate_input,
+            validate_input=validate_input, discover_result=discover_result,
         )
 
     @classmethod
@@ -247,6 +250,7 @@ class ClientConstructors:
         url_elicitation: bool = False,
         validate_output: str | bool = "warn",
         validate_input: bool = False,
+        discover_result: DiscoverResult | Mapping[str, Any] | None = None,
     ) -> _C:
         """A client for a Streamable HTTP server (falls back to HTTP+SSE for old servers).
 
@@ -284,7 +288,7 @@ class ClientConstructors:
             on_connection_lost=on_connection_lost, on_reconnected=on_reconnected, tracing=tracing,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
-            validate_input=validate_input,
+            validate_input=validate_input, discover_result=discover_result,
         ))
 
     @classmethod
@@ -326,6 +330,7 @@ class ClientConstructors:
         url_elicitation: bool = False,
         validate_output: str | bool = "warn",
         validate_input: bool = False,
+        discover_result: DiscoverResult | Mapping[str, Any] | None = None,
     ) -> _C:
         """A client for a deprecated HTTP+SSE (2024-11-05) server; always legacy.
 
@@ -355,7 +360,7 @@ class ClientConstructors:
             on_connection_lost=on_connection_lost, on_reconnected=on_reconnected, tracing=tracing,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
-            validate_input=validate_input,
+            validate_input=validate_input, discover_result=discover_result,
         ))
 
 
