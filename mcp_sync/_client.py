@@ -180,6 +180,8 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         self._tool_names = ToolNames()  # the LLM names handed out by to_*_tools, for run_tool_call
         #: (constructor, arguments) it was made with, for pickling; None when built on a transport
         self._recipe: tuple[str, dict[str, Any]] | None = None
+        #: (url, auth object) of an HTTP client, for authorize() and logout(); None otherwise
+        self._auth: tuple[str, Any] | None = None
         #: the legacy HTTP sessions of its views' credentials (#19.1)
         self._views = ViewSessions()
 
@@ -321,6 +323,49 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         self._session.connection.close()
         connection = self._session.connection
         self._views.close(connection.lock, connection.name)  # the legacy sessions of its views (#19.1)
+
+    def authorize(self, *, timeout: Timeout = USE_CLIENT_DEFAULT) -> None:
+        """Log in now, before the first request: at a service's start, or before a notebook's first call.
+
+        For a client made with ``auth="oauth"`` or ``auth=mcp_sync.OAuth(...)``:
+        runs the authorization flow (the browser, for the one-word form) unless
+        tokens are at hand: live ones in the token store are used without asking
+        the user, an expired one is refreshed. Does nothing when the client is
+        already authorized. ``timeout`` (default the client's) bounds the
+        exchanges with the servers, not the user's time in the browser.
+        Raises :class:`AuthorizationError` if the login fails, TypeError for a
+        client without OAuth.
+
+        Example::
+
+            client = mcp_sync.Client.http("https://mcp.example.com/mcp", auth="oauth")
+            client.authorize()   # the browser opens here, once; later runs reuse the cached tokens
+        """
+        url, auth = _oauth_of(self, "authorize")
+        auth.authorize(url, timeout=self.timeout if timeout is USE_CLIENT_DEFAULT else check_timeout(timeout))
+
+    def logout(self) -> bool:
+        """Revoke this client's OAuth tokens at the authorization server and forget them.
+
+        Where the authorization server offers token revocation (RFC 7009, its
+        metadata's ``revocation_endpoint``) the refresh and access tokens are
+        revoked there; then they are removed from the token store (for
+        ``auth="oauth"``, the file in the user's cache directory) whatever the
+        revocation did, and cached results are dropped. Returns True when every
+        token was revoked (or there was none), False when the authorization
+        server offers no revocation or refused it (logged as a warning on
+        ``mcp_sync.auth``): the tokens are forgotten here either way. The next
+        request logs in again. TypeError for a client without OAuth.
+
+        Example::
+
+            if not client.logout():
+                print("logged out here; the server did not confirm the revocation")
+        """
+        url, auth = _oauth_of(self, "logout")
+        revoked: bool = auth.logout(url)
+        self.clear_cache()
+        return revoked
 
     def bind(self, *, headers: Mapping[str, str] | None = None, auth: Any = None) -> BoundClient:
         """A view of this client that sends its own credentials (HTTP): :class:`BoundClient`.
@@ -915,6 +960,19 @@ BoundClient.__module__ = "mcp_sync"
 # -- argument checks (before anything is sent) ---------------------------------------------------
 
 
+def _oauth_of(client: Client, method: str) -> tuple[str, Any]:
+    """The (url, OAuth) of ``client``; TypeError naming ``method`` when it has no OAuth."""
+    from .auth import OAuth  # loaded on use: import mcp_sync stays light
+
+    url, auth = getattr(client, "_auth", None) or ("", None)  # a view (bind) has none of its own
+    if not isinstance(auth, OAuth):
+        raise TypeError(
+            f"{method}() needs a client made with auth='oauth' or auth=mcp_sync.OAuth(...) "
+            f"(Client.http, Client.sse), not auth={auth!r:.60}"
+        )
+    return url, auth
+
+
 def _discover_result(value: Any) -> dict[str, Any] | None:
     """``discover_result=``: a :class:`DiscoverResult` (or its raw dict), as the raw dict; TypeError otherwise."""
     if value is None:
@@ -922,7 +980,7 @@ def _discover_result(value: Any) -> dict[str, Any] | None:
     if isinstance(value, DiscoverResult):
         value = value.raw
     if not isinstance(value, Mapping):
-        raise TypeError(f"discover_result must be a DiscoverResult (from client.discover()), not {type(value).__name__}")
+        raise TypeError(f"discover_result must be a DiscoverResult (client.discover()), not {type(value).__name__}")
     raw = dict(value)
     check_json(raw, "discover_result")
     return raw

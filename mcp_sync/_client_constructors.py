@@ -278,7 +278,11 @@ class ClientConstructors:
         )
         check_request_headers(headers, "Client.http", none_leaves_out=True)  # now, not at the first request
         check_max_view_sessions(max_view_sessions, "Client.http")
-        return _with_recipe("http", recipe, cls(
+        if isinstance(auth, str):  # auth="oauth": the browser and the cache directory; a typo: refused now
+            from .auth import resolve_auth  # (mcp_sync.auth loads on use: import mcp_sync stays light)
+
+            auth = resolve_auth(auth, url, "Client.http")
+        return _with_recipe("http", recipe, oauth=(url, auth), client=cls(
             lambda: HttpTransport(url, headers=headers, auth=auth, max_message_bytes=max_message_bytes,
                                   **transport_options),
             name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
@@ -350,7 +354,11 @@ class ClientConstructors:
         )
         check_request_headers(headers, "Client.sse", none_leaves_out=True)  # now, not at the first request
         check_max_view_sessions(max_view_sessions, "Client.sse")
-        return _with_recipe("sse", recipe, cls(
+        if isinstance(auth, str):  # auth="oauth": the browser and the cache directory; a typo: refused now
+            from .auth import resolve_auth  # (mcp_sync.auth loads on use: import mcp_sync stays light)
+
+            auth = resolve_auth(auth, url, "Client.sse")
+        return _with_recipe("sse", recipe, oauth=(url, auth), client=cls(
             lambda: SseTransport(url, headers=headers, auth=auth, max_message_bytes=max_message_bytes,
                                  **transport_options),
             name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
@@ -372,8 +380,11 @@ def _recipe(arguments: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in arguments.items() if key != "cls"}
 
 
-def _with_recipe(constructor: str, recipe: dict[str, Any], client: _C) -> _C:
+def _with_recipe(
+    constructor: str, recipe: dict[str, Any], client: _C, oauth: tuple[str, Any] | None = None
+) -> _C:
     client._recipe = (constructor, recipe)  # type: ignore[attr-defined]
+    client._auth = oauth  # type: ignore[attr-defined]  # (url, auth) for authorize() and logout()
     replace_earlier(client, client._recipe)  # type: ignore[attr-defined]  # a re-run notebook cell (#29.4)
     return client
 
