@@ -51,6 +51,8 @@ def test_any_other_string_is_refused_when_the_client_is_made(word: str) -> None:
         assert repr(word) in str(caught.value)
     with pytest.raises(ValueError, match="auth='oauth'"):
         mcp_sync.connect("http://127.0.0.1:9/mcp", auth=word)  # refused before any connection is tried
+    with pytest.raises(ValueError, match="auth='oauth'"):
+        mcp_sync.connect({"url": "http://127.0.0.1:9/mcp", "auth": word})  # a config entry's auth too
 
 
 def test_the_cache_file_is_per_server_url(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
