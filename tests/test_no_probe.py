@@ -138,3 +138,13 @@ def test_a_given_result_is_checked_when_the_client_is_made(server: tuple[str, Pa
         mcp_sync.Client.http(url, mode="legacy", discover_result=given)
     with pytest.raises(ValueError, match="contradicts"):
         mcp_sync.Client.http(url, protocol_version="2025-11-25", discover_result=given)
+
+
+def test_a_pinned_stdio_client_goes_inline_too() -> None:
+    """stdio: a modern-only client "does not need to probe" (stdio.mdx, Backward Compatibility).
+    The SDK's stdio server locks its era on the first request: an enveloped tools/call opens modern."""
+    with mcp_sync.Client.stdio(PY, [str(SDK_SERVER), "stdio"], protocol_version="2026-07-28") as client:
+        assert client.connect() == {}
+        assert client.call_tool("echo", {"text": "hi"}).text == "hi"
+        assert "tools" in client.server_capabilities  # asked now, on the modern connection
+        assert client.era == "modern" and client.server_info["supportedVersions"]
