@@ -118,6 +118,14 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
     and so do its results: ``client.list_tools()`` and ``client.tools().show()``
     as a table of tools, a tool result with its images inline.
 
+    No probe when the caller already knows: with ``protocol_version="2026-07-28"``
+    (a modern pin) the client sends no ``server/discover`` to connect; each
+    request carries that version, and the server's capabilities are asked for
+    only when read (:attr:`server_capabilities`, :meth:`discover`). Given
+    ``discover_result=`` (a :class:`DiscoverResult` an earlier client got from
+    this server, e.g. kept by a service across restarts), the client takes
+    that server for modern with those capabilities, and sends no probe either.
+
     Example::
 
         with mcp_sync.Client.stdio("python", ["server.py"]) as client:
@@ -154,6 +162,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         restart: bool = True,
         validate_output: str | bool = "warn",
         validate_input: bool = False,
+        discover_result: DiscoverResult | Mapping[str, Any] | None = None,
         url_elicitation: bool = False,
         name: str | None = None,
     ) -> None:
@@ -180,11 +189,14 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
             on_connection_lost=_checked_callback("on_connection_lost", on_connection_lost),
             on_reconnected=_reconnected_callback(self, _checked_callback("on_reconnected", on_reconnected)),
             tracing=bool(tracing), on_progress=_checked_callback("on_progress", on_progress),
+            discover_result=_discover_result(discover_result),
         )
         self._session.connection.finalizer_for(self)
         self._tool_names = ToolNames()  # the LLM names handed out by to_*_tools, for run_tool_call
         #: (constructor, arguments) it was made with, for pickling; None when built on a transport
         self._recipe: tuple[str, dict[str, Any]] | None = None
+        #: (url, auth object) of an HTTP client, for authorize() and logout(); None otherwise
+        self._auth: tuple[str, Any] | None = None
         #: the legacy HTTP sessions of its views' credentials (#19.1)
         self._views = ViewSessions()
 
@@ -272,7 +284,9 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         :class:`ClientStateError`). If connecting fails, everything the attempt
         started is stopped before the exception propagates. On a closed client,
         ``connect()`` opens it afresh (a new server process or HTTP session;
-        subscriptions closed by ``close()`` stay closed).
+        subscriptions closed by ``close()`` stay closed). A client pinned to a modern
+        revision (``protocol_version="2026-07-28"``) sends nothing to connect and
+        returns ``{}``; one given ``discover_result=`` returns that result's dict.
 
         Example: ``client.connect(timeout=30); print(client.era, client.protocol_version)``
         """
@@ -324,6 +338,49 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         self._session.connection.close()
         connection = self._session.connection
         self._views.close(connection.lock, connection.name)  # the legacy sessions of its views (#19.1)
+
+    def authorize(self, *, timeout: Timeout = USE_CLIENT_DEFAULT) -> None:
+        """Log in now, before the first request: at a service's start, or before a notebook's first call.
+
+        For a client made with ``auth="oauth"`` or ``auth=mcp_sync.OAuth(...)``:
+        runs the authorization flow (the browser, for the one-word form) unless
+        tokens are at hand: live ones in the token store are used without asking
+        the user, an expired one is refreshed. Does nothing when the client is
+        already authorized. ``timeout`` (default the client's) bounds the
+        exchanges with the servers, not the user's time in the browser.
+        Raises :class:`AuthorizationError` if the login fails, TypeError for a
+        client without OAuth.
+
+        Example::
+
+            client = mcp_sync.Client.http("https://mcp.example.com/mcp", auth="oauth")
+            client.authorize()   # the browser opens here, once; later runs reuse the cached tokens
+        """
+        url, auth = _oauth_of(self, "authorize")
+        auth.authorize(url, timeout=self.timeout if timeout is USE_CLIENT_DEFAULT else check_timeout(timeout))
+
+    def logout(self) -> bool:
+        """Revoke this client's OAuth tokens at the authorization server and forget them.
+
+        Where the authorization server offers token revocation (RFC 7009, its
+        metadata's ``revocation_endpoint``) the refresh and access tokens are
+        revoked there; then they are removed from the token store (for
+        ``auth="oauth"``, the file in the user's cache directory) whatever the
+        revocation did, and cached results are dropped. Returns True when every
+        token was revoked (or there was none), False when the authorization
+        server offers no revocation or refused it (logged as a warning on
+        ``mcp_sync.auth``): the tokens are forgotten here either way. The next
+        request logs in again. TypeError for a client without OAuth.
+
+        Example::
+
+            if not client.logout():
+                print("logged out here; the server did not confirm the revocation")
+        """
+        url, auth = _oauth_of(self, "logout")
+        revoked: bool = auth.logout(url)
+        self.clear_cache()
+        return revoked
 
     def bind(self, *, headers: Mapping[str, str] | None = None, auth: Any = None) -> BoundClient:
         """A view of this client that sends its own credentials (HTTP): :class:`BoundClient`.
@@ -382,22 +439,22 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
     @property
     def server_capabilities(self) -> dict[str, Any]:
         """The server's capabilities (from discover or initialize)."""
-        return self._session.connected().server_capabilities
+        return self._session.known().server_capabilities
 
     @property
     def server_implementation(self) -> dict[str, Any] | None:
         """The server's ``{"name", "version"}``, or None if it did not say."""
-        return self._session.connected().server_implementation
+        return self._session.known().server_implementation
 
     @property
     def instructions(self) -> str | None:
         """The server's instructions for the model, if any."""
-        return self._session.connected().instructions
+        return self._session.known().instructions
 
     @property
     def server_info(self) -> dict[str, Any]:
         """The raw InitializeResult or DiscoverResult."""
-        return self._session.connected().server_info
+        return self._session.known().server_info
 
     def meta(self) -> dict[str, Any]:
         """The ``_meta`` envelope this client adds to modern requests.
@@ -772,7 +829,11 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
 
         Cached like the lists (the connect-time answer seeds the cache): a fresh
         one is reused within its ttlMs, a stale one re-fetched, and a re-fetched
-        one updates :attr:`server_capabilities` and :attr:`instructions`.
+        one updates :attr:`server_capabilities` and :attr:`instructions`. Works
+        before the first request (it connects first). On a client that connected
+        without asking (pinned to ``protocol_version="2026-07-28"``, or given
+        ``discover_result=``), the first call asks the server.
+
         Example: ``client.discover(cache="refresh").capabilities``
         """
         check_mode(cache)
@@ -869,6 +930,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         timeout = check_timeout(timeout)
         if isinstance(resource_uris, str) or not all(isinstance(uri, str) for uri in resource_uris):
             raise TypeError("listen: resource_uris must be a list of URI strings")
+        self._session.known(self.timeout if timeout is USE_CLIENT_DEFAULT else timeout)  # what may be asked for
         return self._session.subscriptions.listen(
             tools_list_changed=tools_list_changed,
             prompts_list_changed=prompts_list_changed,
@@ -1064,6 +1126,32 @@ def _remember(client: Client, option: str, value: Any) -> None:
     recipe = client._recipe
     if recipe is not None:
         client._recipe = (recipe[0], {**recipe[1], option: value})
+
+
+def _oauth_of(client: Client, method: str) -> tuple[str, Any]:
+    """The (url, OAuth) of ``client``; TypeError naming ``method`` when it has no OAuth."""
+    from .auth import OAuth  # loaded on use: import mcp_sync stays light
+
+    url, auth = getattr(client, "_auth", None) or ("", None)  # a view (bind) has none of its own
+    if not isinstance(auth, OAuth):
+        raise TypeError(
+            f"{method}() needs a client made with auth='oauth' or auth=mcp_sync.OAuth(...) "
+            f"(Client.http, Client.sse), not auth={auth!r:.60}"
+        )
+    return url, auth
+
+
+def _discover_result(value: Any) -> dict[str, Any] | None:
+    """``discover_result=``: a :class:`DiscoverResult` (or its raw dict), as the raw dict; TypeError otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, DiscoverResult):
+        value = value.raw
+    if not isinstance(value, Mapping):
+        raise TypeError(f"discover_result must be a DiscoverResult (client.discover()), not {type(value).__name__}")
+    raw = dict(value)
+    check_json(raw, "discover_result")
+    return raw
 
 
 def _checked_callback(option: str, callback: Any) -> Any:

@@ -30,6 +30,7 @@ from .transports.base import Transport
 
 if TYPE_CHECKING:
     from ._protocol.session import Session
+    from .models import DiscoverResult
 
 _C = TypeVar("_C", bound="ClientConstructors")
 
@@ -86,6 +87,7 @@ class ClientConstructors:
         url_elicitation: bool = False,
         validate_output: str | bool = "warn",
         validate_input: bool = False,
+        discover_result: DiscoverResult | Mapping[str, Any] | None = None,
     ) -> _C:
         """A client for a server run as a subprocess (stdio transport).
 
@@ -136,7 +138,7 @@ class ClientConstructors:
             tracing=tracing,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
-            validate_input=validate_input,
+            validate_input=validate_input, discover_result=discover_result,
         ))
 
     @classmethod
@@ -170,6 +172,7 @@ class ClientConstructors:
         url_elicitation: bool = False,
         validate_output: str | bool = "warn",
         validate_input: bool = False,
+        discover_result: DiscoverResult | Mapping[str, Any] | None = None,
     ) -> _C:
         """A client of an MCP server object in this process, for tests: no subprocess, no socket.
 
@@ -210,7 +213,7 @@ class ClientConstructors:
             tracing=tracing,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
-            validate_input=validate_input,
+            validate_input=validate_input, discover_result=discover_result,
         )
 
     @classmethod
@@ -253,6 +256,7 @@ class ClientConstructors:
         url_elicitation: bool = False,
         validate_output: str | bool = "warn",
         validate_input: bool = False,
+        discover_result: DiscoverResult | Mapping[str, Any] | None = None,
     ) -> _C:
         """A client for a Streamable HTTP server (falls back to HTTP+SSE for old servers).
 
@@ -280,7 +284,11 @@ class ClientConstructors:
         )
         check_request_headers(headers, "Client.http", none_leaves_out=True)  # now, not at the first request
         check_max_view_sessions(max_view_sessions, "Client.http")
-        return _with_recipe("http", recipe, cls(
+        if isinstance(auth, str):  # auth="oauth": the browser and the cache directory; a typo: refused now
+            from .auth import resolve_auth  # (mcp_sync.auth loads on use: import mcp_sync stays light)
+
+            auth = resolve_auth(auth, url, "Client.http")
+        return _with_recipe("http", recipe, oauth=(url, auth), client=cls(
             lambda: HttpTransport(url, headers=headers, auth=auth, max_message_bytes=max_message_bytes,
                                   **transport_options),
             name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
@@ -291,7 +299,7 @@ class ClientConstructors:
             tracing=tracing,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
-            validate_input=validate_input,
+            validate_input=validate_input, discover_result=discover_result,
         ))
 
     @classmethod
@@ -334,6 +342,7 @@ class ClientConstructors:
         url_elicitation: bool = False,
         validate_output: str | bool = "warn",
         validate_input: bool = False,
+        discover_result: DiscoverResult | Mapping[str, Any] | None = None,
     ) -> _C:
         """A client for a deprecated HTTP+SSE (2024-11-05) server; always legacy.
 
@@ -353,7 +362,11 @@ class ClientConstructors:
         )
         check_request_headers(headers, "Client.sse", none_leaves_out=True)  # now, not at the first request
         check_max_view_sessions(max_view_sessions, "Client.sse")
-        return _with_recipe("sse", recipe, cls(
+        if isinstance(auth, str):  # auth="oauth": the browser and the cache directory; a typo: refused now
+            from .auth import resolve_auth  # (mcp_sync.auth loads on use: import mcp_sync stays light)
+
+            auth = resolve_auth(auth, url, "Client.sse")
+        return _with_recipe("sse", recipe, oauth=(url, auth), client=cls(
             lambda: SseTransport(url, headers=headers, auth=auth, max_message_bytes=max_message_bytes,
                                  **transport_options),
             name=name, client_info=client_info, mode=mode, protocol_version=protocol_version,
@@ -364,7 +377,7 @@ class ClientConstructors:
             tracing=tracing,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
-            validate_input=validate_input,
+            validate_input=validate_input, discover_result=discover_result,
         ))
 
 
@@ -376,8 +389,11 @@ def _recipe(arguments: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in arguments.items() if key != "cls"}
 
 
-def _with_recipe(constructor: str, recipe: dict[str, Any], client: _C) -> _C:
+def _with_recipe(
+    constructor: str, recipe: dict[str, Any], client: _C, oauth: tuple[str, Any] | None = None
+) -> _C:
     client._recipe = (constructor, recipe)  # type: ignore[attr-defined]
+    client._auth = oauth  # type: ignore[attr-defined]  # (url, auth) for authorize() and logout()
     replace_earlier(client, client._recipe)  # type: ignore[attr-defined]  # a re-run notebook cell (#29.4)
     return client
 

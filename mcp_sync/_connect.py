@@ -87,6 +87,7 @@ def connect(
     url_elicitation: bool = NOT_GIVEN,
     validate_output: str | bool = NOT_GIVEN,
     validate_input: bool = NOT_GIVEN,
+    discover_result: Any = NOT_GIVEN,
 ) -> Client:
     """Open a client for ``target`` and connect it.
 
@@ -254,6 +255,7 @@ def shared(
     url_elicitation: bool = NOT_GIVEN,
     validate_output: str | bool = NOT_GIVEN,
     validate_input: bool = NOT_GIVEN,
+    discover_result: Any = NOT_GIVEN,
 ) -> Client:
     """The one client of this process for ``target`` and ``options``: made on first use.
 

@@ -258,6 +258,7 @@ class ClientGroup(LLMFormatsMixin):
         url_elicitation: bool = NOT_GIVEN,
         validate_output: str | bool = NOT_GIVEN,
         validate_input: bool = NOT_GIVEN,
+        discover_result: Any = NOT_GIVEN,
     ) -> None:
         # first: locals() holds only the parameters here
         client_options = given_options(locals(), "self", "servers", "strict", "options", "include", "exclude")

@@ -28,6 +28,7 @@ LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
 
 # Steps of the flow, as AuthorizationError.step names them.
 DISCOVERY, REGISTRATION, AUTHORIZATION, TOKEN = "discovery", "registration", "authorization", "token"
+REVOCATION = "revocation"  # RFC 7009, at logout
 
 
 def failure(step: str, url: str | None, detail: str) -> AuthorizationError:
@@ -568,6 +569,26 @@ def token_request(
     ``bearer=False`` accepts an issued token that is not a Bearer access token
     (an RFC 8693 token exchange answers ``token_type`` N_A).
     """
+    form, headers = authenticated(form, client, assertion)
+    status, _, body = http.request("POST", endpoint, TOKEN, data=form, headers=headers, guarded=guarded)
+    if status != 200 or not isinstance(body, dict) or not isinstance(body.get("access_token"), str):
+        error = body.get("error") if isinstance(body, dict) else None
+        description = body.get("error_description", "") if isinstance(body, dict) else ""
+        raise failure(
+            TOKEN, endpoint, f"refused {form.get('grant_type')}: HTTP {status} {error or ''} {description}".rstrip()
+        )
+    token_type = str(body.get("token_type", "Bearer"))
+    if bearer and token_type.lower() != "bearer":
+        raise failure(TOKEN, endpoint, f"unsupported token_type {token_type!r} (Bearer only)")
+    return body
+
+
+def authenticated(
+    form: Mapping[str, str], client: Mapping[str, Any], assertion: str | None = None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """``form`` and the request headers with the client's authentication at the authorization
+    server (token and revocation endpoints alike): Basic, or the client id (and secret or
+    signed assertion) in the form."""
     form = dict(form)
     headers = {"Content-Type": "application/x-www-form-urlencoded"}
     method, client_id, secret = client.get("auth_method", "none"), client["client_id"], client.get("client_secret")
@@ -582,17 +603,21 @@ def token_request(
         elif method == "private_key_jwt" and assertion:
             form["client_assertion_type"] = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
             form["client_assertion"] = assertion
-    status, _, body = http.request("POST", endpoint, TOKEN, data=form, headers=headers, guarded=guarded)
-    if status != 200 or not isinstance(body, dict) or not isinstance(body.get("access_token"), str):
+    return form, headers
+
+
+def revoke_token(
+    http: Http, endpoint: str, token: str, hint: str, client: Mapping[str, Any], assertion: str | None = None
+) -> None:
+    """RFC 7009: ask the authorization server to revoke ``token`` (``hint``: ``refresh_token`` or
+    ``access_token``). Section 2.2: HTTP 200 means revoked, or already invalid; anything else
+    raises AuthorizationError (step ``revocation``) with the server's error, if it gave one."""
+    form, headers = authenticated({"token": token, "token_type_hint": hint}, client, assertion)
+    status, _, body = http.request("POST", endpoint, REVOCATION, data=form, headers=headers)
+    if status != 200:
         error = body.get("error") if isinstance(body, dict) else None
-        description = body.get("error_description", "") if isinstance(body, dict) else ""
-        raise failure(
-            TOKEN, endpoint, f"refused {form.get('grant_type')}: HTTP {status} {error or ''} {description}".rstrip()
-        )
-    token_type = str(body.get("token_type", "Bearer"))
-    if bearer and token_type.lower() != "bearer":
-        raise failure(TOKEN, endpoint, f"unsupported token_type {token_type!r} (Bearer only)")
-    return body
+        detail = f"refused to revoke the {hint.replace('_', ' ')}: HTTP {status} {error or ''}".rstrip()
+        raise failure(REVOCATION, endpoint, detail)
 
 
 def register_client(http: Http, endpoint: str, metadata: dict[str, Any]) -> dict[str, Any]:

@@ -179,6 +179,11 @@ class FileTokenStore:
             state = self._read().get(issuer)
         return state if isinstance(state, dict) else None
 
+    def _issuers(self) -> list[str]:
+        """The issuers with an entry (for a logout that could not find its authorization server)."""
+        with self._locked():
+            return list(self._read())
+
     def save(self, issuer: str, state: dict[str, Any]) -> None:
         """Store ``state`` for ``issuer``, keeping every other issuer's entry as it is on disk."""
         self.update(issuer, lambda _: state)

@@ -41,9 +41,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import re
 import secrets
 import threading
 import time
+from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Union
 
 from ._browser_auth import browser_authorize
@@ -51,6 +54,7 @@ from ._oauth_flow import (
     AUTHORIZATION,
     DISCOVERY,
     REGISTRATION,
+    REVOCATION,
     TOKEN,
     Http,
     UrlPolicy,
@@ -66,6 +70,7 @@ from ._oauth_flow import (
     pkce_pair,
     register_client,
     resource_covers,
+    revoke_token,
     scope_list,
     strip_query,
     token_request,
@@ -92,7 +97,55 @@ __all__ = [
     "OAuth",
     "TokenStore",
     "browser_authorize",
+    "token_cache_path",
 ]
+
+#: Where the browser comes back to in the one-word form, ``auth="oauth"`` (and ``OAuth``'s default).
+REDIRECT_URI = "http://127.0.0.1:8765/callback"
+#: The accepted string values of ``auth=`` (anything else is refused when the client is made).
+AUTH_WORDS = ("oauth",)
+
+
+def token_cache_path(url: str) -> Path:
+    """Where ``auth="oauth"`` keeps the registration and tokens for the MCP server at ``url``.
+
+    One file per server URL (the canonical URL: scheme and host lower-cased, no
+    fragment), in the user's cache directory: ``$XDG_CACHE_HOME/mcp_sync/oauth/``,
+    or ``~/.cache/mcp_sync/oauth/`` when that variable is unset or not an absolute
+    path. The file is named after the host and a digest of the URL, created with
+    mode 0600 (see :class:`FileTokenStore`). Delete it to forget a login without
+    revoking it; ``client.logout()`` revokes it and forgets it.
+
+    Example::
+
+        path = mcp_sync.auth.token_cache_path("https://mcp.example.com/mcp")
+        print(path)   # ~/.cache/mcp_sync/oauth/mcp.example.com-3f1c...json
+    """
+    resource = canonical_resource(url)
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
+    host = re.sub(r"[^A-Za-z0-9.-]+", "_", origin_of(resource).split("://", 1)[-1])[:64]
+    digest = hashlib.sha256(resource.encode("utf-8")).hexdigest()[:24]
+    return root / "mcp_sync" / "oauth" / f"{host}-{digest}.json"
+
+
+def resolve_auth(auth: Any, url: str, where: str) -> Any:
+    """``auth=`` as the transport takes it: the one word ``"oauth"`` becomes an :class:`OAuth`
+    logging in with the browser and keeping its tokens in :func:`token_cache_path`; any
+    other string is refused now (ValueError naming the accepted forms), not at the first
+    request; every other value is returned as it is."""
+    if not isinstance(auth, str):
+        return auth
+    if auth not in AUTH_WORDS:
+        raise ValueError(
+            f"{where}: auth={auth!r} is not an accepted form of auth=. Use auth='oauth' (log in with the "
+            "browser, tokens kept in the user's cache directory), an mcp_sync.OAuth(...), a requests auth "
+            "object, a callable taking and returning a requests.PreparedRequest, or a (user, password) tuple; "
+            "a static token goes in headers={'Authorization': 'Bearer ...'}"
+        )
+    return OAuth(
+        redirect_uri=REDIRECT_URI, on_authorize=browser_authorize, token_store=FileTokenStore(token_cache_path(url))
+    )
 
 
 def refresh_due(tokens: Mapping[str, Any], now: float | None = None) -> bool:
@@ -147,6 +200,18 @@ class MemoryTokenStore:
     def save(self, issuer: str, state: dict[str, Any]) -> None:
         with self._lock:
             self._data[issuer] = json.dumps(state)
+
+    def _issuers(self) -> list[str]:
+        with self._lock:
+            return list(self._data)
+
+
+def _without_tokens(state: dict[str, Any], resource: str) -> dict[str, Any]:
+    """An issuer's stored state without the tokens for ``resource`` (its registration is kept)."""
+    tokens = state.get("tokens")
+    if isinstance(tokens, dict):
+        state["tokens"] = {key: value for key, value in tokens.items() if key != resource}
+    return state
 
 
 class _Context:
@@ -411,6 +476,142 @@ class OAuth:
         finally:
             self._flow_lock.release()
         return True
+
+    # -- logging in and out ahead of the requests ---------------------------------------------------
+
+    def authorize(self, url: str, *, timeout: float | None = None) -> None:
+        """Log in for the MCP server at ``url`` now, before its first request.
+
+        Runs what a 401 from that server would: the protected resource metadata
+        (at its well-known URLs: no request to the server itself), the
+        authorization server's metadata, a client id, then stored tokens if the
+        store has live ones, else a refresh, else the grant (for
+        ``authorization_code``, ``on_authorize``: the browser). Does nothing
+        when this object already holds a token for that server that is not
+        about to expire. ``timeout`` (seconds) bounds the flow's exchanges
+        with the servers, not the user's own time in ``on_authorize``; raises
+        :class:`~mcp_sync.AuthorizationError` as a request would.
+
+        Example::
+
+            auth = mcp_sync.OAuth(on_authorize=mcp_sync.auth.browser_authorize)
+            auth.authorize("https://mcp.example.com/mcp")   # the browser opens now, not mid-call
+        """
+        server_url = canonical_resource(url)
+        active = self._active_for(server_url)
+        if active is not None and not refresh_due(active[1]):
+            return
+        deadline = None if timeout is None else time.monotonic() + timeout
+        wait = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
+        if not self._flow_lock.acquire(timeout=wait):
+            raise failure(AUTHORIZATION, server_url, "another thread's authorization flow outlasted the timeout")
+        try:
+            active = self._active_for(server_url)
+            if active is not None and not refresh_due(active[1]):
+                return  # another thread logged in while this one waited
+            http = Http(self.timeout, UrlPolicy(server_url), deadline=deadline)
+            try:
+                context = self._discover(http, server_url, {})
+                self._unauthorized(http, context, {}, None)
+            finally:
+                http.close()
+            with self._lock:
+                self._server = origin_of(server_url)
+        finally:
+            self._flow_lock.release()
+
+    def logout(self, url: str) -> bool:
+        """Revoke this object's tokens for the MCP server at ``url`` and forget them.
+
+        Where the authorization server's metadata offers a ``revocation_endpoint``
+        (RFC 7009), the refresh token and the access token are revoked there; then
+        they are removed from the token store and from this object, whatever the
+        revocation did (the client registration is kept). Returns True when the
+        authorization server revoked every token there was (or there were none),
+        False when it offers no revocation endpoint or the revocation failed;
+        a failure is also logged as a warning on the ``mcp_sync.auth`` logger.
+        It never raises for the authorization server's answers: the local
+        tokens are gone either way. The next request authorizes afresh.
+
+        Example::
+
+            if not auth.logout("https://mcp.example.com/mcp"):
+                print("forgotten here; the server may honour the token until it expires")
+        """
+        server_url = canonical_resource(url)
+        if not self._flow_lock.acquire(timeout=self.timeout):
+            raise failure(REVOCATION, server_url, "another thread's authorization flow is still running")
+        try:
+            with self._lock:
+                active = self._active
+            mine = active is not None and active[0].server_url == server_url
+            context, active_tokens = (active[0], active[1]) if active is not None and mine else (None, None)
+            http = Http(self.timeout, UrlPolicy(server_url))
+            try:
+                if context is None:
+                    try:
+                        context = self._discover(http, server_url, {})
+                    except AuthorizationError as exc:
+                        log.warning("mcp_sync: logout: cannot find the authorization server of %s (%s); "
+                                    "forgetting its tokens without revoking them", server_url, exc)
+                        self._forget_everywhere(server_url)
+                        return False
+                revoked = self._revoke(http, context, active_tokens)
+            finally:
+                http.close()
+            self._update_store(context.issuer, lambda state: _without_tokens(state, context.resource))
+            return revoked
+        finally:
+            with self._lock:
+                if self._active is not None and self._active[0].server_url == server_url:
+                    self._active = None
+                    self._server = None
+                self._stale = None
+            self._flow_lock.release()
+
+    def _revoke(self, http: Http, context: _Context, active_tokens: dict[str, Any] | None) -> bool:
+        """RFC 7009 at the authorization server, refresh token first; True when all were revoked."""
+        state = self.token_store.load(context.issuer) or {}
+        stored = (state.get("tokens") or {}).get(context.resource)
+        pairs = [
+            (tokens.get(kind), hint)
+            for tokens in (active_tokens, stored) if isinstance(tokens, dict)
+            for kind, hint in (("refresh_token", "refresh_token"), ("access_token", "access_token"))
+        ]
+        pending = list(dict.fromkeys((token, hint) for token, hint in pairs if isinstance(token, str) and token))
+        if not pending:
+            return True
+        endpoint = context.meta.get("revocation_endpoint")
+        if not isinstance(endpoint, str) or not endpoint:
+            log.info("mcp_sync: logout: %s offers no token revocation; the tokens were only forgotten here",
+                     context.issuer)
+            return False
+        client = state.get("client")
+        if not isinstance(client, dict) or not client.get("client_id"):
+            client = self._client_for(http, context) if self.client_id else None
+        if client is None:
+            log.warning("mcp_sync: logout: no client registration for %s to revoke with", context.issuer)
+            return False
+        revoked = True
+        for token, hint in pending:
+            try:
+                endpoint = self._checked(endpoint, REVOCATION)
+                assertion = None
+                if client.get("auth_method") == "private_key_jwt" and self._signing_key is not None:
+                    from ._jwt import client_assertion
+
+                    assertion = client_assertion(self._signing_key, client["client_id"], context.issuer)
+                revoke_token(http, endpoint, token, hint, client, assertion)
+            except AuthorizationError as exc:
+                log.warning("mcp_sync: logout: %s; the token is forgotten here all the same", exc)
+                revoked = False
+        return revoked
+
+    def _forget_everywhere(self, server_url: str) -> None:
+        """Drop the tokens for ``server_url`` under every issuer of a store that can list them."""
+        issuers = getattr(self.token_store, "_issuers", None)  # the stores of this module can list theirs
+        for issuer in issuers() if callable(issuers) else []:
+            self._update_store(issuer, lambda state: _without_tokens(state, server_url))
 
     # -- discovery ----------------------------------------------------------------------------
 

@@ -451,7 +451,7 @@ class AuthorizationError(MCPError):
     """OAuth failed or the server refused the credentials.
 
     ``step`` names the part of the OAuth flow that failed (``"discovery"``,
-    ``"registration"``, ``"authorization"`` or ``"token"``; None when the
+    ``"registration"``, ``"authorization"``, ``"token"`` or ``"revocation"``; None when the
     error is not from :class:`mcp_sync.OAuth`) and ``url`` the URL it failed
     at. Neither the message nor these attributes ever hold a secret or token.
 

@@ -57,6 +57,7 @@ class World:
         self.client_prefix = "client"
         self.metadata_changes: dict[str, Any] = {}  # merged into the AS metadata; None removes a field
         self.token_changes: dict[str, Any] = {}  # merged into every token answer; None removes a field
+        self.revocation_status = 200  # what /revoke (RFC 7009) answers; offered when metadata_changes names it
         self.lock = threading.Lock()
         rs.override, auth.override = self.resource, self.authorization
 
@@ -130,6 +131,15 @@ class World:
                 wrong = {"wrong": "https://evil.example.com", "slash": self.issuer + "/"}
                 back["iss"] = wrong.get(self.iss_mode, self.issuer)
             return Reply(302, {"Location": f"{params['redirect_uri']}?{urlencode(back)}"})
+        if path == f"{self.as_prefix}/revoke":  # RFC 7009: 200 revokes (or the token was not valid anyway)
+            form = {k: v[0] for k, v in parse_qs(request.body.decode()).items()}
+            with self.lock:
+                self.log.append(("revoke", form))
+                if self.revocation_status != 200:
+                    return json_reply({"error": "temporarily_unavailable"}, self.revocation_status)
+                self.tokens.pop(form["token"], None)
+                self.refresh.pop(form["token"], None)
+            return Reply(200, {}, b"")
         if path == f"{self.as_prefix}/token":
             form = {k: v[0] for k, v in parse_qs(request.body.decode()).items()}
             time.sleep(self.token_delay)

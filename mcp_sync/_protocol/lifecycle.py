@@ -86,6 +86,10 @@ class Negotiated:
     server_info: dict[str, Any]
     #: legacy: the client capabilities declared at ``initialize`` (session-wide: LG1); modern: empty
     client_capabilities: dict[str, Any] = attrs.field(factory=dict)
+    #: Where the server's capabilities come from: ``"fetched"`` (a ``server/discover`` or
+    #: ``initialize`` answer on this connection), ``"given"`` (the caller's earlier DiscoverResult)
+    #: or ``"unknown"`` (pinned to a modern revision: nothing was asked; the server decides each request).
+    discovered: str = "fetched"
 
 
 def legacy_capabilities(capabilities: dict[str, Any], version: str) -> dict[str, Any]:
@@ -117,6 +121,8 @@ class Lifecycle:
     capabilities: Callable[[str], dict[str, Any]]
     probe_timeout: float | None
     log_level: str | None = None
+    #: A server's earlier ``server/discover`` answer (its raw dict), given by the caller: no probe
+    discovered: dict[str, Any] | None = None
     #: (version, log level, client info), capabilities, the envelope made from them (see meta)
     _envelope: Any = attrs.field(default=None, init=False, repr=False, eq=False)
 
@@ -130,6 +136,15 @@ class Lifecycle:
             raise ValueError(f"mode='modern' contradicts the legacy protocol_version {version!r}")
         if version in MODERN_VERSIONS and self.mode == "legacy":
             raise ValueError(f"mode='legacy' contradicts the modern protocol_version {version!r}")
+        if self.discovered is not None:
+            if self.mode == "legacy" or version in LEGACY_VERSIONS:
+                raise ValueError("a DiscoverResult (discover_result=) is from a modern server: it contradicts "
+                                 "mode='legacy' and a legacy protocol_version")
+            try:
+                self._from_discover(self.discovered, version or LATEST_MODERN, "given")
+            except (_NotModern, UnsupportedProtocolVersionError) as exc:
+                cause = exc.cause if isinstance(exc, _NotModern) else exc
+                raise ValueError(f"discover_result is not a DiscoverResult this client can use: {cause}") from None
 
     # -- the envelope ------------------------------------------------------------------
 
@@ -187,11 +202,32 @@ class Lifecycle:
         ``timeout`` bounds the whole connect: the probe, the handshake and a restart
         share the one deadline (a server that never answers fails after ``timeout``,
         not after ``probe_timeout`` plus ``timeout`` plus a restart).
+
+        No probe when the caller already knows (issue #31.6). Calling ``server/discover`` is
+        optional: the 2026-07-28 specification, basic/versioning.mdx, "Protocol Version
+        Negotiation": clients "MAY call it before sending any other requests ... but are not
+        required to: a client is free to invoke any RPC inline and handle
+        UnsupportedProtocolVersionError"; server/discover.mdx, "When to Call": "Calling
+        server/discover is optional for clients"; basic/transports/stdio.mdx, "Backward
+        Compatibility": "A client that only supports modern versions does not need to probe".
+        So a client given the server's earlier DiscoverResult takes what it says (the version
+        chosen from its ``supportedVersions``), and one pinned to a modern revision
+        (``protocol_version="2026-07-28"``) is such a modern-only client: it connects without
+        sending anything, and each request carries the pinned version inline (a server that
+        does not speak it answers -32022). Its capabilities are unknown until asked
+        (:meth:`Session.known`): nothing is refused on their account, the server decides.
         """
         budget = _Budget(timeout)
         if self.mode == "legacy" or self.protocol_version in LEGACY_VERSIONS:
             return engine, self._handshake(engine, self.protocol_version or LATEST_LEGACY, budget)
         version = self.protocol_version or LATEST_MODERN
+        if self.discovered is not None:
+            return engine, self._from_discover(self.discovered, version, "given")
+        if self.protocol_version in MODERN_VERSIONS:
+            return engine, Negotiated(
+                era="modern", protocol_version=version, server_capabilities={}, server_implementation=None,
+                instructions=None, server_info={}, discovered="unknown",
+            )
         if self.mode == "modern":
             try:
                 return engine, self._modern(engine, version, budget)
@@ -357,7 +393,7 @@ class Lifecycle:
             raise _NotModern(exc) from exc
         return self._from_discover(raw, version)
 
-    def _from_discover(self, raw: dict[str, Any], version: str) -> Negotiated:
+    def _from_discover(self, raw: dict[str, Any], version: str, source: str = "fetched") -> Negotiated:
         result = DiscoverResult.from_wire(raw)
         if raw.get("resultType", "complete") != "complete":
             raise _NotModern(ProtocolError(f"server/discover answered resultType {raw.get('resultType')!r}"))
@@ -379,6 +415,7 @@ class Lifecycle:
             server_implementation=result.server_info,
             instructions=result.instructions,
             server_info=raw,
+            discovered=source,
         )
 
     def _initialize_params(self, version: str) -> dict[str, Any]:

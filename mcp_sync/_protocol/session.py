@@ -121,6 +121,7 @@ class Session:
         on_reconnected: Callable[[], None] | None = None,
         tracing: bool = True,
         on_progress: Callable[[ProgressEvent], None] | None = None,
+        discover_result: dict[str, Any] | None = None,
     ) -> None:
         self.timeout = timeout
         #: #31.5: every request's progress, with the request it belongs to (any thread may set it)
@@ -152,6 +153,7 @@ class Session:
             capabilities=self.handlers.capabilities,
             probe_timeout=probe_timeout,
             log_level=log_level,
+            discovered=discover_result,
         )
         self.schemas = schemas  # outputSchema/inputSchema checks, compiled once per listing
         self.tool_headers = ToolHeaders()  # x-mcp-header (H8): each listed tool's mirrored arguments
@@ -197,9 +199,19 @@ class Session:
         negotiated = self.connection.connected(wait, options.cancel, method)
         options = options.within(None if wait is None else max(wait - (time.monotonic() - started), 0.001))
         capability = CAPABILITY_OF.get(method)
-        if capability is not None and capability not in negotiated.server_capabilities:
+        known = negotiated.discovered != "unknown"  # #31.6: unknown capabilities: the server decides
+        if capability is not None and known and capability not in negotiated.server_capabilities:
             self.require(capability, method, options)  # within what is left of the call's timeout
         return negotiated, options
+
+    def known(self, timeout: float | None = None) -> Negotiated:
+        """What was negotiated, with the server's capabilities known: a client that connected
+        without asking (pinned to a modern revision, #31.6) asks ``server/discover`` now, once."""
+        negotiated = self.connected(timeout)
+        if negotiated.discovered == "unknown":
+            self.discover(CallOptions(timeout=timeout) if timeout is not None else DEFAULT)
+            negotiated = self.connected(timeout)
+        return negotiated
 
     def reconnect(self, timeout: Any, cancel: Any) -> Negotiated:
         self.connection.reconnect()
@@ -208,11 +220,14 @@ class Session:
     def update_discovered(self, negotiated: Negotiated, raw: dict[str, Any], capabilities: dict[str, Any],
                           instructions: str | None) -> None:
         """A re-fetched DiscoverResult updates what was negotiated (capabilities, instructions)."""
+        from ..models import DiscoverResult
+
         connection = self.connection
         with connection.lock:
             if connection.negotiated is negotiated and raw is not negotiated.server_info:
                 connection.negotiated = attrs.evolve(
-                    negotiated, server_capabilities=capabilities, instructions=instructions, server_info=raw
+                    negotiated, server_capabilities=capabilities, instructions=instructions, server_info=raw,
+                    server_implementation=DiscoverResult.from_wire(raw).server_info, discovered="fetched",
                 )
 
     # -- the request path ------------------------------------------------------------------
@@ -347,8 +362,8 @@ class Session:
         negotiated = self.connection.live()
         if negotiated is None:
             return  # not connected (or the server died): the request connects within its own deadline, then checks
-        if capability in negotiated.server_capabilities:
-            return
+        if capability in negotiated.server_capabilities or negotiated.discovered == "unknown":
+            return  # #31.6: nothing asked, nothing refused: the server answers the request itself
         if negotiated.era == "modern" and method != "server/discover":
             # reuses a fresh answer; re-fetches a stale one and updates the capabilities
             self.discover(CallOptions(timeout=options.timeout, cancel=options.cancel))
@@ -490,7 +505,7 @@ class Session:
         if self.cache is not None:
             if restarted:
                 self.cache.clear()  # C6: notifications were missed while it was down
-            if negotiated.era == "modern":
+            if negotiated.era == "modern" and negotiated.discovered == "fetched":  # not the caller's old one
                 store, auth = self.cache, self.auth_context(engine)
                 store.put("server/discover", None, auth, negotiated.server_info, generation=store.generation)
         level = self.lifecycle.log_level

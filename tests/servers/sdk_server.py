@@ -6,7 +6,8 @@ Run:  python sdk_server.py stdio
       Without --port (or with 0) the kernel picks a free port, said on stderr as ``LISTENING <port>``
       before the first accept (listening.py starts it so).
       http options: --http-log FILE (one line per HTTP request: ``POST initialize|other``,
-      ``GET``, ``DELETE``, then its Mcp-Session-Id or ``-``), --delete-delay-ms N (each DELETE
+      ``GET``, ``DELETE``, then its Mcp-Session-Id or ``-``; a POST then its Mcp-Method header or ``-``),
+      --delete-delay-ms N (each DELETE
       is answered only after N ms: a server slow to end a session)
 
 Tools: echo, add (structured output), weather (structured output: an object), slow (progress + log +
@@ -363,7 +364,7 @@ def _observed(app: Any, log_path: str | None, delete_delay: float) -> Any:
         first = await receive()  # the body's first chunk says what is posted; handed on unchanged
         if log is not None:
             kind = "initialize" if b'"initialize"' in first.get("body", b"")[:200] else "other"
-            log.write(f"POST {kind} {session}\n")
+            log.write(f"POST {kind} {session} {headers.get('mcp-method', '-')}\n")
         replayed = False
 
         async def replay() -> Any:
