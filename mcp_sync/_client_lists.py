@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Mapping
 
+import attrs
+
 from ._options import ProgressCallback, call_options
 from ._protocol import paging
 from ._protocol.session import Session
 from ._sentinels import USE_CLIENT_DEFAULT
+from ._tool_transform import ToolRules
 from ._values import Timeout
 from .cancellation import CancellationToken
 from .models import Page, Prompt, Resource, ResourceTemplate, Tool
@@ -22,6 +25,8 @@ class ListingMethods:
     """The listing half of :class:`~mcp_sync.Client` (thread-safe like the client)."""
 
     _session: Session
+    #: the client's tool_filter and tool_transforms (None: tools as the server lists them)
+    _tool_rules: ToolRules | None = None
 
     def list_tools(
         self,
@@ -36,7 +41,8 @@ class ListingMethods:
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Page[Tool]:
-        """One page of tools.
+        """One page of tools (as the client's ``tool_filter`` and ``tool_transforms`` show them;
+        ``page.raw`` is the server's answer as sent).
 
         Example: ``page = client.list_tools(); page.items, page.next_cursor``
         """
@@ -45,7 +51,9 @@ class ListingMethods:
             headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
-        return paging.page(self._session, "tools", cursor, options)
+        page: Page[Tool] = paging.page(self._session, "tools", cursor, options)
+        rules = self._tool_rules
+        return page if rules is None else attrs.evolve(page, items=list(rules.views(page.items)))
 
     def tools(
         self,
@@ -59,7 +67,8 @@ class ListingMethods:
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Iterator[Tool]:
-        """Every tool, fetching pages lazily.
+        """Every tool, fetching pages lazily (as the client's ``tool_filter`` and
+        ``tool_transforms`` show them: left out, renamed, re-described, arguments hidden).
 
         Example: ``for tool in client.tools(): print(tool.name)``
         """
@@ -68,7 +77,9 @@ class ListingMethods:
             headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
-        return paging.walk(self._session, "tools", options)
+        tools: Iterator[Tool] = paging.walk(self._session, "tools", options)
+        rules = self._tool_rules
+        return tools if rules is None else iter(rules.views(tools))
 
     def list_resources(
         self,

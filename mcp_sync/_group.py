@@ -26,10 +26,11 @@ from ._notebook import replace_earlier, untracked
 from ._options import ProgressCallback, Roots, call_options
 from ._sentinels import USE_CLIENT_DEFAULT
 from ._threads import run_concurrently
+from ._tool_transform import ToolFilter, ToolTransform
 from ._typed import ResultT
 from ._values import Timeout
 from .cancellation import CancellationToken
-from .exceptions import CapabilityError, ClientStateError, MCPError, ServerError
+from .exceptions import CapabilityError, ClientStateError, MCPError, ServerError, ToolNotFound
 from .models import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool
 
 log = logging.getLogger("mcp_sync")
@@ -57,25 +58,6 @@ class AmbiguousToolError(MCPError, ValueError):
     def __init__(self, message: str, *, name: str, servers: list[str]) -> None:
         super().__init__(message)
         self.name, self.servers = name, servers
-
-
-class ToolNotFound(MCPError, KeyError):
-    """No connected server has a tool (or prompt, or resource) of that name.
-
-    Example::
-
-        try:
-            group.call_tool("nope")
-        except mcp_sync.ToolNotFound as e:
-            print(e.message)
-    """
-
-    def __init__(self, message: str, *, name: str) -> None:
-        super().__init__(message)
-        self.name = name
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return self.message
 
 
 class _Names:
@@ -248,6 +230,10 @@ class ClientGroup(LLMFormatsMixin):
         url_elicitation: bool = NOT_GIVEN,
         validate_output: str | bool = NOT_GIVEN,
         validate_input: bool = NOT_GIVEN,
+        tool_transforms: Mapping[str, ToolTransform | Mapping[str, Any]] | None = NOT_GIVEN,
+        tool_filter: ToolFilter | Mapping[str, Any] | None = NOT_GIVEN,
+        list_ttl: float | None = NOT_GIVEN,
+        on_list_changed: Callable[[str, list[Any]], None] | None = NOT_GIVEN,
     ) -> None:
         # first: locals() holds only the parameters here
         client_options = given_options(locals(), "self", "servers", "strict", "options", "include", "exclude")
@@ -1008,15 +994,13 @@ def _notify(on_notification: Callable[[str, str, dict[str, Any]], None], server:
 
 
 def _tool_filter(name: str, source: Any, include: Any, exclude: Any) -> NameFilter | None:
-    """The tool filter of one server: ``include``/``exclude`` given to the group, else (include) and
-    also (exclude) those of its config entry's ``"tools"``; None when nothing is filtered."""
+    """The group's own tool filter of one server (``include``/``exclude`` given to the group), on
+    the names its client shows; None when nothing is filtered. A config entry's ``"tools"`` section
+    is its client's (``tool_filter``, ``tool_transforms``: see :func:`connect`), checked here."""
     tools = source.get("tools") if isinstance(source, Mapping) else None
     if tools is not None and not isinstance(tools, Mapping):
         raise ValueError(f"server {name!r}: 'tools' must be an object with 'include' and/or 'exclude'")
-    entry_include = tools.get("include") if tools else None
-    entry_exclude = tools.get("exclude") if tools else None
-    include = include if include is not None else entry_include
-    excluded = [*_listed(exclude, name, "exclude"), *_listed(entry_exclude, name, "exclude")]
+    excluded = _listed(exclude, name, "exclude")
     if include is None and not excluded:
         return None
     return NameFilter(None if include is None else _listed(include, name, "include"), excluded)
