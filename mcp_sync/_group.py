@@ -163,9 +163,13 @@ class ClientGroup(LLMFormatsMixin):
     the others and raises that error.
 
     ``include={"github": ["search_*"]}`` / ``exclude={"fs": ["delete_*"]}`` (glob
-    patterns, matched in linear time; also a config entry's ``"tools": {"include":
-    [...], "exclude": [...]}``) leave tools out: not listed, not offered to a model,
-    :class:`ToolNotFound` for :meth:`call_tool`. ``on_notification(server, method,
+    patterns, matched in linear time, on the names each client shows) leave tools out:
+    not listed, not offered to a model, :class:`ToolNotFound` for :meth:`call_tool`.
+    A config entry's ``"tools"`` section (``include``, ``exclude``, ``tags``,
+    ``exclude_tags``, ``transform``) is its client's ``tool_filter`` and
+    ``tool_transforms`` (see :class:`ToolTransform`); the group's ``include`` for a
+    server replaces its entry's, both excludes apply. Per-server ``options=`` may give
+    ``tool_transforms``, ``tool_filter`` and ``list_ttl`` too. ``on_notification(server, method,
     params)`` names the server. :meth:`add` and :meth:`remove` change a live group.
 
     In a notebook, re-running the cell that made a group closes the group that
@@ -262,6 +266,7 @@ class ClientGroup(LLMFormatsMixin):
             stray = sorted(set(given or {}) - set(self._sources))
             if stray:
                 raise ValueError(f"{which} patterns for servers that are not in the group: {stray}")
+        self._own_include = {str(name) for name in (include or {})}  # their entries' include is replaced
         self._filters = {
             name: _tool_filter(name, source, (include or {}).get(name), (exclude or {}).get(name))
             for name, source in self._sources.items()
@@ -413,6 +418,10 @@ class ClientGroup(LLMFormatsMixin):
         """An unconnected client for one entry, with its options; the group's ``on_notification``
         gets the server's name first (a per-server ``on_notification`` in ``options`` wins)."""
         options = {"name": name, **self._options[name]}
+        tools = source.get("tools")
+        if name in self._own_include and isinstance(tools, Mapping) and "include" in tools:
+            # the group's include for this server replaces its entry's (both excludes apply)
+            source = {**source, "tools": {key: value for key, value in tools.items() if key != "include"}}
         if self._on_notification is not None and "on_notification" not in options:
             options["on_notification"] = functools.partial(_notify, self._on_notification, name)
         with untracked():  # the group closes its clients, not a re-run cell (#29.4): the group is tracked

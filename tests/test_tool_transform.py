@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+import attrs
 import pytest
 
 import mcp_sync
@@ -234,7 +235,7 @@ def test_specs_are_immutable_checked_and_compare_by_value() -> None:
     assert spec.hide == ("y",) and spec == mcp_sync.ToolTransform(name="x", hide=["y"], fill={"z": [1]})
     with pytest.raises(TypeError):
         spec.fill["z"] = 2  # type: ignore[index]
-    with pytest.raises(Exception):
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
         spec.name = "other"  # type: ignore[misc]
     with pytest.raises(ValueError):
         mcp_sync.ToolTransform(fill={"a": float("inf")})
@@ -390,3 +391,12 @@ def test_list_ttl_unit_and_arguments() -> None:
         mcp_sync.Client.stdio(PY, ["x"], list_ttl=0)
     with pytest.raises(TypeError, match="on_list_changed"):
         mcp_sync.Client.stdio(PY, ["x"], on_list_changed="yes")  # type: ignore[arg-type]
+
+
+def test_a_groups_include_replaces_its_entrys_and_both_excludes_apply() -> None:
+    entry = {"command": PY, "args": [SDK_SERVER, "stdio"], "tools": {"include": ["add"], "exclude": ["echo"]}}
+    with mcp_sync.ClientGroup({"sdk": entry}, timeout=30, include={"sdk": ["echo", "whoami", "fail"]},
+                              exclude={"sdk": ["fail"]}) as group:
+        assert sorted(tool.name for tool in group.tools()) == ["whoami"]
+    with mcp_sync.ClientGroup({"sdk": entry}, timeout=30) as group:
+        assert [tool.name for tool in group.tools()] == ["add"]
