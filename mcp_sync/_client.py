@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import attrs
 
@@ -30,7 +30,7 @@ from ._options import (
     check_mode,
     check_request_headers,
 )
-from ._protocol import input_required, paging
+from ._protocol import input_required
 from ._protocol.bound import BoundSession
 from ._protocol.connection import ClientState
 from ._protocol.session import LOG_LEVELS, Session, check_roots
@@ -38,7 +38,7 @@ from ._protocol.subscriptions import Subscription
 from ._protocol.tasks import Task
 from ._schemas import ToolSchemas
 from ._sentinels import USE_CLIENT_DEFAULT, _Default
-from ._tool_transform import ToolFilter, ToolRules, ToolTransform
+from ._tool_transform import ToolFilter, ToolRules, ToolTransform, map_call, server_tools
 from ._typed import ResultT, build_result
 from ._values import Timeout, check_json, check_timeout, check_tool_call, copy_json
 from .cancellation import CancellationToken
@@ -531,14 +531,10 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         session = self._session
         session.require("tools", "tools/call", options)
         bound = session.timeout if options.timeout is USE_CLIENT_DEFAULT else options.timeout  # of the checks too
-        listed = functools.partial(_server_tools, session)  # the tools as the server lists them
-        rules = self._tool_rules
-        if rules is not None:  # the shown name and arguments, mapped back to the server's
-            tool_name, args, transformed = rules.to_server(
-                tool_name, args, functools.partial(session.schemas.listed, listed)
-            )
-            if transformed:  # checked against the original inputSchema, always
-                tool, validate = None, True
+        listed = functools.partial(server_tools, session)  # the tools as the server lists them
+        tool_name, args, transformed = map_call(session, self._tool_rules, tool_name, args)  # shown -> server's
+        if transformed:  # checked against the original inputSchema, always
+            tool, validate = None, True
         session.schemas.check_arguments(listed, tool_name, tool, args, validate, bound)
         typed = output_type is not None and output_type is not CallToolResult
         request_ids: list[Any] | None = [] if raise_on_error or typed else None  # for ToolError only
@@ -959,11 +955,6 @@ def _reconnected_callback(client: Client, callback: Callable[[Client], None] | N
             callback(target)
 
     return reconnected
-
-
-def _server_tools(session: Session) -> Iterator[Tool]:
-    """Every tool as the server lists it (for the schema checks: original names and schemas)."""
-    return paging.walk(session, "tools", call_options("tools"))  # type: ignore[no-any-return]
 
 
 def _list_changed_callback(

@@ -17,16 +17,22 @@ linear-time globs of :mod:`._glob`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import types
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 import attrs
 
 from ._glob import NameFilter
+from ._options import call_options
+from ._protocol import paging
 from ._values import check_json, copy_json
 from .exceptions import ToolNotFound
 from .models import Tool
+
+if TYPE_CHECKING:
+    from ._protocol.session import Session
 
 log = logging.getLogger("mcp_sync")
 
@@ -95,6 +101,9 @@ class ToolTransform:
     description: str | None = attrs.field(default=None, converter=_optional_text)
     hide: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     fill: Mapping[str, Any] = attrs.field(factory=dict, converter=_fill, hash=False)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # fill is a read-only view, which does not pickle
+        return (ToolTransform, (self.name, self.description, self.hide, dict(self.fill)))
 
     @classmethod
     def from_config(cls, entry: Any, where: str = "tool_transforms") -> ToolTransform:
@@ -278,6 +287,22 @@ class ToolRules:
                     sent[hidden] = copy_json(properties[hidden]["default"])  # type: ignore[index]
         sent.update(copy_json(dict(spec.fill)))  # pre-filled values win over the model's
         return original, sent, True
+
+
+def server_tools(session: Session) -> Iterator[Tool]:
+    """Every tool as the server lists it (original names and schemas: for the checks of a call)."""
+    return paging.walk(session, "tools", call_options("tools"))  # type: ignore[no-any-return]
+
+
+def map_call(
+    session: Session, rules: ToolRules | None, name: str, arguments: dict[str, Any]
+) -> tuple[str, dict[str, Any], bool]:
+    """A call of the shown ``name`` as the server takes it: :meth:`ToolRules.to_server` with the
+    server's listing at hand; the arguments unchanged without rules."""
+    if rules is None:
+        return name, arguments, False
+    listed = functools.partial(session.schemas.listed, functools.partial(server_tools, session))
+    return rules.to_server(name, arguments, listed)
 
 
 def _has_default(properties: Any, name: str) -> bool:

@@ -400,3 +400,13 @@ def test_a_groups_include_replaces_its_entrys_and_both_excludes_apply() -> None:
         assert sorted(tool.name for tool in group.tools()) == ["whoami"]
     with mcp_sync.ClientGroup({"sdk": entry}, timeout=30) as group:
         assert [tool.name for tool in group.tools()] == ["add"]
+
+
+def test_call_tool_as_task_maps_the_shown_name_back() -> None:
+    """The fault server (modern) runs task_job as a task; shown as "job" with its plan pre-filled."""
+    transforms = {"task_job": mcp_sync.ToolTransform(name="job", fill={"plan": "ok"})}
+    with mcp_sync.Client.stdio(PY, fault_args("--era", "modern"), timeout=30, tool_transforms=transforms) as client:
+        task = client.call_tool_as_task("job", {"plan": "forever"})
+        assert "polls" in task.wait(timeout=10).text  # "ok" was sent: "forever" would never finish
+        with pytest.raises(mcp_sync.ToolNotFound, match="offered as 'job'"):
+            client.call_tool_as_task("task_job", {"plan": "ok"})
