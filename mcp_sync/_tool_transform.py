@@ -173,7 +173,7 @@ def tool_tags(tool: Tool) -> frozenset[str]:
 class ToolRules:
     """A client's ``tool_filter`` and ``tool_transforms``, applied to listings and mapped back on calls.
 
-    Immutable once made (safe to share between threads). Example::
+    Its rules never change once made (safe to share between threads). Example::
 
         rules = ToolRules({"add": ToolTransform(name="plus", fill={"b": 1})}, None)
         rules.view(Tool(name="add", input_schema=schema)).name       # 'plus'
@@ -189,6 +189,7 @@ class ToolRules:
         }
         self.filter = None if tool_filter is None else ToolFilter.from_config(tool_filter)
         self._renamed: dict[str, str] = {}  # new name -> original name
+        self._warned: set[tuple[str, str]] = set()  # (tool, hidden argument) warned about
         for original, spec in self.transforms.items():
             if spec.name is None or spec.name == original:
                 continue
@@ -233,7 +234,9 @@ class ToolRules:
         properties = tool.input_schema.get("properties")
         needed = {key for key in required if isinstance(key, str)} if isinstance(required, list) else set()
         for name in spec.hide:
-            if name in needed and name not in spec.fill and not _has_default(properties, name):
+            warn = name in needed and name not in spec.fill and not _has_default(properties, name)
+            if warn and (tool.name, name) not in self._warned:  # once per argument (bounded by the config)
+                self._warned.add((tool.name, name))
                 log.warning(
                     "mcp_sync: tool %r: hidden argument %r is required and has no default; "
                     "give it a value with fill=, or calls will be refused", tool.name, name,
@@ -319,7 +322,7 @@ def _without(schema: Mapping[str, Any], dropped: set[str]) -> dict[str, Any]:
         out["properties"] = {key: value for key, value in properties.items() if key not in dropped}
     required = schema.get("required")
     if isinstance(required, list):
-        out["required"] = [key for key in required if key not in dropped]
+        out["required"] = [key for key in required if not (isinstance(key, str) and key in dropped)]
         if not out["required"]:
             del out["required"]
     return out
