@@ -32,6 +32,7 @@ from ._protocol.handlers import apply_defaults
 from ._protocol.lifecycle import LEGACY_VERSIONS, MODERN_VERSIONS
 from ._protocol.subscriptions import Subscription
 from ._protocol.tasks import Task
+from ._tool_transform import ToolFilter, ToolTransform
 from ._version import __version__
 from .cancellation import CancellationToken
 from .exceptions import (
@@ -55,6 +56,7 @@ from .exceptions import (
     ServerUnreachable,
     SessionExpiredError,
     ToolError,
+    ToolNotFound,
     UnsupportedProtocolVersionError,
     UrlElicitationRequiredError,
 )
@@ -87,7 +89,7 @@ from .models import (
 
 if TYPE_CHECKING:
     from ._config import ConfigError, load_config
-    from ._group import AmbiguousToolError, ClientGroup, ToolNotFound
+    from ._group import AmbiguousToolError, ClientGroup
     from .auth import FileTokenStore, OAuth, browser_authorize
 
 logging.getLogger("mcp_sync").addHandler(logging.NullHandler())
@@ -151,7 +153,9 @@ __all__ = [
     "TextResourceContents",
     "Tool",
     "ToolError",
+    "ToolFilter",
     "ToolNotFound",
+    "ToolTransform",
     "UnsupportedProtocolVersionError",
     "UrlElicitationRequiredError",
     "__version__",
@@ -176,7 +180,6 @@ _LAZY = {
     "load_config": "_config",
     "AmbiguousToolError": "_group",
     "ClientGroup": "_group",
-    "ToolNotFound": "_group",
 }
 
 

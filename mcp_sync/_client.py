@@ -39,6 +39,7 @@ from ._protocol.subscriptions import Subscription
 from ._protocol.tasks import Task
 from ._schemas import ToolSchemas
 from ._sentinels import USE_CLIENT_DEFAULT, _Default
+from ._tool_transform import ToolFilter, ToolRules, ToolTransform, map_call, server_tools
 from ._typed import ResultT, build_result
 from ._values import Timeout, check_json, check_timeout, check_tool_call, copy_json
 from .cancellation import CancellationToken
@@ -109,7 +110,27 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
     is started at once) or a listen stream breaks; never for :meth:`close`.
     ``on_reconnected(client)`` after a restart or :meth:`reconnect`, a session
     renewal, or a listen stream that came back; the client is passed in (the
-    callback holds it weakly). ``tracing=True`` (the default): with
+    callback holds it weakly). ``on_list_changed(kind, items)`` (``kind``:
+    ``"tools"``, ``"prompts"`` or ``"resources"``) gets the new list, fetched on
+    the dispatch thread, when the server announces a change (legacy servers
+    announce on their own; modern servers only while a :meth:`listen` for that
+    list is open); the tools as ``tools()`` shows them. ``list_ttl`` (seconds):
+    a list the server gives no ``ttlMs`` for (legacy servers never do) and that
+    is not kept until changed is reused that long, then fetched again by the
+    next ``tools()``/``list_tools()`` (a ``ttlMs`` the server sends, 0
+    included, wins; needs ``cache=True``).
+
+    Tools a model sees: ``tool_transforms={"name": ToolTransform(...)}``
+    renames tools, replaces descriptions, hides arguments and pre-fills them
+    (values a model never sees and cannot override); ``tool_filter=ToolFilter(...)``
+    leaves tools out by name (glob patterns) or tag. ``tools()``,
+    ``list_tools()`` and so every LLM format, ``run_tool_call`` and the
+    framework adapters show the result; ``call_tool`` takes the shown name and
+    maps the call back (original name, pre-filled values), checking it
+    against the original ``inputSchema`` before it is sent. A name left out
+    (or a renamed tool's original name) is :class:`ToolNotFound`.
+
+    ``tracing=True`` (the default): with
     ``opentelemetry-api`` installed, each request is an OpenTelemetry client
     span (see the Services page); ``tracing=False`` turns that off.
 
@@ -165,8 +186,16 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         discover_result: DiscoverResult | Mapping[str, Any] | None = None,
         url_elicitation: bool = False,
         name: str | None = None,
+        tool_transforms: Mapping[str, ToolTransform | Mapping[str, Any]] | None = None,
+        tool_filter: ToolFilter | Mapping[str, Any] | None = None,
+        list_ttl: float | None = None,
+        on_list_changed: Callable[[str, list[Any]], None] | None = None,
     ) -> None:
         timeout = check_timeout(timeout, allow_default=False)
+        if list_ttl is not None:
+            list_ttl = check_timeout(list_ttl, "list_ttl", allow_default=False) or float("inf")  # huge: for ever
+            if not cache:
+                raise ValueError("list_ttl keeps lists in the result cache: it needs cache=True")
         probe_timeout = check_timeout(probe_timeout, "probe_timeout", allow_default=False)
         if max_pages < 1 or input_required_max_rounds < 1:
             raise ValueError("max_pages and input_required_max_rounds must be at least 1")
@@ -189,9 +218,12 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
             on_connection_lost=_checked_callback("on_connection_lost", on_connection_lost),
             on_reconnected=_reconnected_callback(self, _checked_callback("on_reconnected", on_reconnected)),
             tracing=bool(tracing), on_progress=_checked_callback("on_progress", on_progress),
-            discover_result=_discover_result(discover_result),
+            discover_result=_discover_result(discover_result), list_ttl=list_ttl,
+            on_list_changed=_list_changed_callback(self, _checked_callback("on_list_changed", on_list_changed)),
         )
         self._session.connection.finalizer_for(self)
+        #: what tools() shows and how call_tool maps a shown name back (None: as the server lists them)
+        self._tool_rules = ToolRules(tool_transforms, tool_filter) if tool_transforms or tool_filter else None
         self._tool_names = ToolNames()  # the LLM names handed out by to_*_tools, for run_tool_call
         #: (constructor, arguments) it was made with, for pickling; None when built on a transport
         self._recipe: tuple[str, dict[str, Any]] | None = None
@@ -681,7 +713,11 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         session = self._session
         session.require("tools", "tools/call", options)
         bound = session.timeout if options.timeout is USE_CLIENT_DEFAULT else options.timeout  # of the checks too
-        session.schemas.check_arguments(self.tools, tool_name, tool, args, validate, bound)
+        listed = functools.partial(server_tools, session)  # the tools as the server lists them
+        tool_name, args, transformed = map_call(session, self._tool_rules, tool_name, args)  # shown -> server's
+        if transformed:  # checked against the original inputSchema, always
+            tool, validate = None, True
+        session.schemas.check_arguments(listed, tool_name, tool, args, validate, bound)
         typed = output_type is not None and output_type is not CallToolResult
         request_ids: list[Any] | None = [] if raise_on_error or typed else None  # for ToolError only
         params = {"name": tool_name, "arguments": args}
@@ -693,7 +729,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
             if exc.code != HEADER_MISMATCH or not session.mirrors_param_headers():
                 raise
             log.info("mcp_sync: %s answered HeaderMismatch for %r; listing tools again", self, tool_name)  # H10
-            list(self.tools())  # refreshes the remembered schemas
+            list(listed())  # refreshes the remembered schemas
             raw = input_required.complete(
                 session, "tools/call", params, _tool_call_options(session, options, tool_name, args, request_ids)
             )
@@ -701,7 +737,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
             result = Task.from_wire(raw, "modern", session).wait(timeout=bound)
         else:
             result = CallToolResult.from_wire(raw)
-        session.schemas.check_result(self.tools, tool_name, tool, result, bound)
+        session.schemas.check_result(listed, tool_name, tool, result, bound)
         if (raise_on_error or typed) and result.is_error:
             raise ToolError(
                 f"tool {tool_name!r} failed: {result.text[:200]}",
@@ -1082,6 +1118,7 @@ class BoundClient(Client):
         view._session = BoundSession(client._session, headers=request_headers, own_session=own, lease=lease)
         view._parent, view._binding = client, (headers, auth)
         view._recipe, view._views = None, ViewSessions()
+        view._tool_rules, view._tool_names = client._tool_rules, client._tool_names
         return view
 
     close = _no_lifecycle("close")
@@ -1174,6 +1211,33 @@ def _reconnected_callback(client: Client, callback: Callable[[Client], None] | N
 
     reconnected.callback = callback  # type: ignore[attr-defined]  # what client.on_reconnected reads back
     return reconnected
+
+
+def _list_changed_callback(
+    client: Client, callback: Callable[[str, list[Any]], None] | None
+) -> Callable[[str], None] | None:
+    """``on_list_changed(kind, items)`` as the session calls it: with the kind only; the new list is
+    fetched here (dispatch thread; the notification already dropped the cached one). The client is
+    held weakly. A listing that fails, or a callback that raises, is logged."""
+    if callback is None:
+        return None
+    ref = weakref.ref(client)
+
+    def changed(kind: str) -> None:
+        target = ref()
+        if target is None:
+            return
+        try:
+            items = list(getattr(target, kind)())
+        except MCPError as exc:
+            log.warning("mcp_sync: %r: listing %s after its change notification failed: %s", target, kind, exc)
+            return
+        try:
+            callback(kind, items)
+        except Exception:
+            log.exception("mcp_sync: on_list_changed(%r, ...) raised", kind)
+
+    return changed
 
 
 def _tool_call_options(

@@ -22,6 +22,7 @@ from ._notebook import replace_earlier, untracked
 from ._options import ProgressCallback, Roots, check_request_headers, credential_of  # noqa: F401  (ProgressCallback: hints)
 from ._protocol.connection import ClientState
 from ._threads import Workers
+from ._tool_transform import ToolFilter, ToolTransform
 from ._values import check_env, command_line, http_options
 from ._worker_clients import unpickle_client  # noqa: F401  (what a Client pickles to; #29.1)
 from .exceptions import ClientStateError, MCPError
@@ -88,6 +89,10 @@ class ClientConstructors:
         validate_output: str | bool = "warn",
         validate_input: bool = False,
         discover_result: DiscoverResult | Mapping[str, Any] | None = None,
+        tool_transforms: Mapping[str, ToolTransform | Mapping[str, Any]] | None = None,
+        tool_filter: ToolFilter | Mapping[str, Any] | None = None,
+        list_ttl: float | None = None,
+        on_list_changed: Callable[[str, list[Any]], None] | None = None,
     ) -> _C:
         """A client for a server run as a subprocess (stdio transport).
 
@@ -138,7 +143,8 @@ class ClientConstructors:
             tracing=tracing,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
-            validate_input=validate_input, discover_result=discover_result,
+            validate_input=validate_input, discover_result=discover_result, tool_transforms=tool_transforms,
+            tool_filter=tool_filter, list_ttl=list_ttl, on_list_changed=on_list_changed,
         ))
 
     @classmethod
@@ -173,6 +179,10 @@ class ClientConstructors:
         validate_output: str | bool = "warn",
         validate_input: bool = False,
         discover_result: DiscoverResult | Mapping[str, Any] | None = None,
+        tool_transforms: Mapping[str, ToolTransform | Mapping[str, Any]] | None = None,
+        tool_filter: ToolFilter | Mapping[str, Any] | None = None,
+        list_ttl: float | None = None,
+        on_list_changed: Callable[[str, list[Any]], None] | None = None,
     ) -> _C:
         """A client of an MCP server object in this process, for tests: no subprocess, no socket.
 
@@ -213,7 +223,8 @@ class ClientConstructors:
             tracing=tracing,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
-            validate_input=validate_input, discover_result=discover_result,
+            validate_input=validate_input, discover_result=discover_result, tool_transforms=tool_transforms,
+            tool_filter=tool_filter, list_ttl=list_ttl, on_list_changed=on_list_changed,
         )
 
     @classmethod
@@ -257,6 +268,10 @@ class ClientConstructors:
         validate_output: str | bool = "warn",
         validate_input: bool = False,
         discover_result: DiscoverResult | Mapping[str, Any] | None = None,
+        tool_transforms: Mapping[str, ToolTransform | Mapping[str, Any]] | None = None,
+        tool_filter: ToolFilter | Mapping[str, Any] | None = None,
+        list_ttl: float | None = None,
+        on_list_changed: Callable[[str, list[Any]], None] | None = None,
     ) -> _C:
         """A client for a Streamable HTTP server (falls back to HTTP+SSE for old servers).
 
@@ -299,7 +314,8 @@ class ClientConstructors:
             tracing=tracing,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
-            validate_input=validate_input, discover_result=discover_result,
+            validate_input=validate_input, discover_result=discover_result, tool_transforms=tool_transforms,
+            tool_filter=tool_filter, list_ttl=list_ttl, on_list_changed=on_list_changed,
         ))
 
     @classmethod
@@ -343,6 +359,10 @@ class ClientConstructors:
         validate_output: str | bool = "warn",
         validate_input: bool = False,
         discover_result: DiscoverResult | Mapping[str, Any] | None = None,
+        tool_transforms: Mapping[str, ToolTransform | Mapping[str, Any]] | None = None,
+        tool_filter: ToolFilter | Mapping[str, Any] | None = None,
+        list_ttl: float | None = None,
+        on_list_changed: Callable[[str, list[Any]], None] | None = None,
     ) -> _C:
         """A client for a deprecated HTTP+SSE (2024-11-05) server; always legacy.
 
@@ -377,7 +397,8 @@ class ClientConstructors:
             tracing=tracing,
             extensions=extensions, cache=cache, sampling_tools=sampling_tools, host_tasks=host_tasks,
             restart=restart, url_elicitation=url_elicitation, validate_output=validate_output,
-            validate_input=validate_input, discover_result=discover_result,
+            validate_input=validate_input, discover_result=discover_result, tool_transforms=tool_transforms,
+            tool_filter=tool_filter, list_ttl=list_ttl, on_list_changed=on_list_changed,
         ))
 
 

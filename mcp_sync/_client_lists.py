@@ -7,13 +7,16 @@ checked before the iterator is returned. See :mod:`._protocol.paging`.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
+
+import attrs
 
 from ._options import ProgressCallback, call_options
 from ._progress import shows_progress
 from ._protocol import paging
 from ._protocol.session import Session
 from ._sentinels import USE_CLIENT_DEFAULT
+from ._tool_transform import ToolRules
 from ._values import Timeout
 from .cancellation import CancellationToken
 from .models import Listing, Page, Prompt, Resource, ResourceTemplate, Tool
@@ -23,6 +26,8 @@ class ListingMethods:
     """The listing half of :class:`~mcp_sync.Client` (thread-safe like the client)."""
 
     _session: Session
+    #: the client's tool_filter and tool_transforms (None: tools as the server lists them)
+    _tool_rules: ToolRules | None = None
 
     @shows_progress()
     def list_tools(
@@ -38,7 +43,8 @@ class ListingMethods:
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Page[Tool]:
-        """One page of tools.
+        """One page of tools (as the client's ``tool_filter`` and ``tool_transforms`` show them;
+        ``page.raw`` is the server's answer as sent).
 
         Example: ``page = client.list_tools(); page.items, page.next_cursor``
         """
@@ -47,7 +53,9 @@ class ListingMethods:
             headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
-        return paging.page(self._session, "tools", cursor, options)
+        page: Page[Tool] = paging.page(self._session, "tools", cursor, options)
+        rules = self._tool_rules
+        return page if rules is None else attrs.evolve(page, items=list(rules.views(page.items)))
 
     @shows_progress(lazy=True)
     def tools(
@@ -62,8 +70,10 @@ class ListingMethods:
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
     ) -> Listing[Tool]:
-        """Every tool, fetching pages lazily: a :class:`Listing`, whose ``.show()`` fetches them all
-        into one :class:`Page` that displays as a table in Jupyter.
+        """Every tool, fetching pages lazily (as the client's ``tool_filter`` and
+        ``tool_transforms`` show them: left out, renamed, re-described, arguments hidden):
+        a :class:`Listing`, whose ``.show()`` fetches them all into one :class:`Page` that
+        displays as a table in Jupyter.
 
         Example: ``for tool in client.tools(): print(tool.name)``; in a notebook ``client.tools().show()``
         """
@@ -72,7 +82,9 @@ class ListingMethods:
             headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
-        return Listing(paging.walk(self._session, "tools", options), "tools")
+        tools: Iterator[Tool] = paging.walk(self._session, "tools", options)
+        rules = self._tool_rules
+        return Listing(tools if rules is None else iter(rules.views(tools)), "tools")
 
     @shows_progress()
     def list_resources(

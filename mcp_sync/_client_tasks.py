@@ -6,6 +6,7 @@ they do, in both eras, is in :mod:`._protocol.tasks`.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Mapping
 
 from ._options import call_options
@@ -13,6 +14,7 @@ from ._protocol import tasks
 from ._protocol.session import Session
 from ._protocol.tasks import Task
 from ._sentinels import USE_CLIENT_DEFAULT
+from ._tool_transform import ToolRules, map_call, server_tools
 from ._values import Timeout, check_json, check_tool_call
 from .cancellation import CancellationToken
 
@@ -21,6 +23,7 @@ class TaskMethods:
     """The task half of :class:`~mcp_sync.Client` (thread-safe like the client)."""
 
     _session: Session
+    _tool_rules: ToolRules | None = None  # the client's tool_filter and tool_transforms
 
     def call_tool_as_task(
         self,
@@ -49,6 +52,10 @@ class TaskMethods:
             result = task.wait(timeout=600)
         """
         args = check_tool_call("call_tool_as_task", name, arguments)
+        name, args, transformed = map_call(self._session, self._tool_rules, name, args)  # shown -> server's
+        if transformed:  # checked against the original inputSchema, as call_tool does
+            listed = functools.partial(server_tools, self._session)
+            self._session.schemas.check_arguments(listed, name, None, args, True)
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0):
             raise ValueError(f"call_tool_as_task({name!r}): ttl must be a positive number of milliseconds or None")
         options = call_options("call_tool_as_task", timeout=timeout, cancel=cancel, meta=meta, headers=headers)

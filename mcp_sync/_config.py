@@ -387,18 +387,32 @@ def _check_entry(entry: Mapping[str, Any], server: str, file: str | None,
 
 
 def _check_tool_patterns(tools: Any, fail: Callable[[str], ConfigError]) -> None:
-    """``"tools": {"include": [...], "exclude": [...]}``: glob patterns a ClientGroup filters tools with."""
+    """``"tools": {"include": [...], "exclude": [...], "tags": [...], "exclude_tags": [...],
+    "transform": {"<tool>": {"name", "description", "hide", "fill"}}}``: which tools the server's
+    client shows (glob patterns, fastmcp tags) and how (see :class:`~mcp_sync.ToolTransform`)."""
+    from ._tool_transform import ToolFilter, ToolTransform
+
     if tools is None:
         return
     if not isinstance(tools, Mapping):
-        raise fail("must be an object with 'include' and/or 'exclude' (lists of glob patterns)")
-    unknown = sorted(str(key) for key in tools if key not in ("include", "exclude"))
+        raise fail("must be an object with 'include', 'exclude', 'tags', 'exclude_tags' and/or 'transform'")
+    keys = ("include", "exclude", "tags", "exclude_tags", "transform")
+    unknown = sorted(str(key) for key in tools if key not in keys)
     if unknown:
-        raise fail(f"unknown key(s) {unknown}; 'include' and 'exclude' take lists of glob patterns")
-    for key in ("include", "exclude"):
+        raise fail(f"unknown key(s) {unknown}; 'tools' takes {', '.join(repr(key) for key in keys)}")
+    for key in keys[:4]:
         patterns = tools.get(key)
         if patterns is not None and not (isinstance(patterns, list) and all(isinstance(p, str) for p in patterns)):
-            raise fail(f"'{key}' must be a list of glob patterns (strings)")
+            raise fail(f"'{key}' must be a list of {'glob patterns' if 'tags' not in key else 'tags'} (strings)")
+    try:
+        ToolFilter.from_config({key: tools[key] for key in keys[:4] if key in tools})
+        transform = tools.get("transform")
+        if transform is not None and not isinstance(transform, Mapping):
+            raise TypeError("'transform' must map tool names to objects with name, description, hide, fill")
+        for name, spec in (transform or {}).items():
+            ToolTransform.from_config(spec, f"'transform' of {name!r}")
+    except (TypeError, ValueError) as exc:
+        raise fail(str(exc)) from None
 
 
 def _read_env_file(path: Path, server: str, file: str | None) -> dict[str, str]:

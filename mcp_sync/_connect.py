@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping, Sequence, Union
 from ._client import Client, ClientState
 from ._notebook import untracked
 from ._options import Roots
+from ._tool_transform import ToolFilter, ToolTransform
 from .exceptions import MCPError
 from .models import ProgressEvent
 
@@ -88,6 +89,10 @@ def connect(
     validate_output: str | bool = NOT_GIVEN,
     validate_input: bool = NOT_GIVEN,
     discover_result: Any = NOT_GIVEN,
+    tool_transforms: Mapping[str, ToolTransform | Mapping[str, Any]] | None = NOT_GIVEN,
+    tool_filter: ToolFilter | Mapping[str, Any] | None = NOT_GIVEN,
+    list_ttl: float | None = NOT_GIVEN,
+    on_list_changed: Callable[[str, list[Any]], None] | None = NOT_GIVEN,
 ) -> Client:
     """Open a client for ``target`` and connect it.
 
@@ -186,6 +191,14 @@ def _check_headers(headers: Mapping[str, Any] | None) -> None:
 def _client_for_entry(entry: Mapping[str, Any], **options: Any) -> Client:
     from ._config import TRANSPORT_KINDS
 
+    tools = entry.get("tools")  # the entry's "tools" section: its filter and transforms (options win)
+    if isinstance(tools, Mapping):
+        wanted = {key: tools[key] for key in ("include", "exclude", "tags", "exclude_tags") if key in tools}
+        if wanted:
+            options.setdefault("tool_filter", wanted)
+        if tools.get("transform"):
+            options.setdefault("tool_transforms", tools["transform"])
+
     kind_name = entry.get("type", entry.get("transport"))
     kind = TRANSPORT_KINDS.get(str(kind_name).lower()) if kind_name is not None else None
     if kind_name is not None and kind is None:
@@ -256,6 +269,10 @@ def shared(
     validate_output: str | bool = NOT_GIVEN,
     validate_input: bool = NOT_GIVEN,
     discover_result: Any = NOT_GIVEN,
+    tool_transforms: Mapping[str, ToolTransform | Mapping[str, Any]] | None = NOT_GIVEN,
+    tool_filter: ToolFilter | Mapping[str, Any] | None = NOT_GIVEN,
+    list_ttl: float | None = NOT_GIVEN,
+    on_list_changed: Callable[[str, list[Any]], None] | None = NOT_GIVEN,
 ) -> Client:
     """The one client of this process for ``target`` and ``options``: made on first use.
 

@@ -26,10 +26,11 @@ from ._notebook import replace_earlier, untracked
 from ._options import ProgressCallback, Roots, call_options
 from ._sentinels import USE_CLIENT_DEFAULT
 from ._threads import run_concurrently
+from ._tool_transform import ToolFilter, ToolTransform
 from ._typed import ResultT
 from ._values import Timeout
 from .cancellation import CancellationToken
-from .exceptions import CapabilityError, ClientStateError, MCPError, ServerError
+from .exceptions import CapabilityError, ClientStateError, MCPError, ServerError, ToolNotFound
 from .models import (
     CallToolResult,
     GetPromptResult,
@@ -66,25 +67,6 @@ class AmbiguousToolError(MCPError, ValueError):
     def __init__(self, message: str, *, name: str, servers: list[str]) -> None:
         super().__init__(message)
         self.name, self.servers = name, servers
-
-
-class ToolNotFound(MCPError, KeyError):
-    """No connected server has a tool (or prompt, or resource) of that name.
-
-    Example::
-
-        try:
-            group.call_tool("nope")
-        except mcp_sync.ToolNotFound as e:
-            print(e.message)
-    """
-
-    def __init__(self, message: str, *, name: str) -> None:
-        super().__init__(message)
-        self.name = name
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return self.message
 
 
 class _Names:
@@ -190,9 +172,13 @@ class ClientGroup(LLMFormatsMixin):
     the others and raises that error.
 
     ``include={"github": ["search_*"]}`` / ``exclude={"fs": ["delete_*"]}`` (glob
-    patterns, matched in linear time; also a config entry's ``"tools": {"include":
-    [...], "exclude": [...]}``) leave tools out: not listed, not offered to a model,
-    :class:`ToolNotFound` for :meth:`call_tool`. ``on_notification(server, method,
+    patterns, matched in linear time, on the names each client shows) leave tools out:
+    not listed, not offered to a model, :class:`ToolNotFound` for :meth:`call_tool`.
+    A config entry's ``"tools"`` section (``include``, ``exclude``, ``tags``,
+    ``exclude_tags``, ``transform``) is its client's ``tool_filter`` and
+    ``tool_transforms`` (see :class:`ToolTransform`); the group's ``include`` for a
+    server replaces its entry's, both excludes apply. Per-server ``options=`` may give
+    ``tool_transforms``, ``tool_filter`` and ``list_ttl`` too. ``on_notification(server, method,
     params)`` names the server. :meth:`add` and :meth:`remove` change a live group.
 
     In a notebook, re-running the cell that made a group closes the group that
@@ -259,6 +245,10 @@ class ClientGroup(LLMFormatsMixin):
         validate_output: str | bool = NOT_GIVEN,
         validate_input: bool = NOT_GIVEN,
         discover_result: Any = NOT_GIVEN,
+        tool_transforms: Mapping[str, ToolTransform | Mapping[str, Any]] | None = NOT_GIVEN,
+        tool_filter: ToolFilter | Mapping[str, Any] | None = NOT_GIVEN,
+        list_ttl: float | None = NOT_GIVEN,
+        on_list_changed: Callable[[str, list[Any]], None] | None = NOT_GIVEN,
     ) -> None:
         # first: locals() holds only the parameters here
         client_options = given_options(locals(), "self", "servers", "strict", "options", "include", "exclude")
@@ -287,6 +277,7 @@ class ClientGroup(LLMFormatsMixin):
             stray = sorted(set(given or {}) - set(self._sources))
             if stray:
                 raise ValueError(f"{which} patterns for servers that are not in the group: {stray}")
+        self._own_include = {str(name) for name in (include or {})}  # their entries' include is replaced
         self._filters = {
             name: _tool_filter(name, source, (include or {}).get(name), (exclude or {}).get(name))
             for name, source in self._sources.items()
@@ -438,6 +429,10 @@ class ClientGroup(LLMFormatsMixin):
         """An unconnected client for one entry, with its options; the group's ``on_notification``
         gets the server's name first (a per-server ``on_notification`` in ``options`` wins)."""
         options = {"name": name, **self._options[name]}
+        tools = source.get("tools")
+        if name in self._own_include and isinstance(tools, Mapping) and "include" in tools:
+            # the group's include for this server replaces its entry's (both excludes apply)
+            source = {**source, "tools": {key: value for key, value in tools.items() if key != "include"}}
         if self._on_notification is not None and "on_notification" not in options:
             options["on_notification"] = functools.partial(_notify, self._on_notification, name)
         with untracked():  # the group closes its clients, not a re-run cell (#29.4): the group is tracked
@@ -1020,15 +1015,13 @@ def _notify(on_notification: Callable[[str, str, dict[str, Any]], None], server:
 
 
 def _tool_filter(name: str, source: Any, include: Any, exclude: Any) -> NameFilter | None:
-    """The tool filter of one server: ``include``/``exclude`` given to the group, else (include) and
-    also (exclude) those of its config entry's ``"tools"``; None when nothing is filtered."""
+    """The group's own tool filter of one server (``include``/``exclude`` given to the group), on
+    the names its client shows; None when nothing is filtered. A config entry's ``"tools"`` section
+    is its client's (``tool_filter``, ``tool_transforms``: see :func:`connect`), checked here."""
     tools = source.get("tools") if isinstance(source, Mapping) else None
     if tools is not None and not isinstance(tools, Mapping):
         raise ValueError(f"server {name!r}: 'tools' must be an object with 'include' and/or 'exclude'")
-    entry_include = tools.get("include") if tools else None
-    entry_exclude = tools.get("exclude") if tools else None
-    include = include if include is not None else entry_include
-    excluded = [*_listed(exclude, name, "exclude"), *_listed(entry_exclude, name, "exclude")]
+    excluded = _listed(exclude, name, "exclude")
     if include is None and not excluded:
         return None
     return NameFilter(None if include is None else _listed(include, name, "include"), excluded)

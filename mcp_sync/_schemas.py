@@ -405,6 +405,10 @@ class ToolSchemas:
             tool = self._tools.get(name)
             return tool, tool is not None or name in self._listed_for
 
+    def listed(self, list_tools: Callable[[], Iterable[Tool]], name: str) -> Tool | None:
+        """The tool ``name`` as the server listed it (remembered; else listed once), or None."""
+        return self._tool(list_tools, name)
+
     def _tool(self, list_tools: Callable[[], Iterable[Tool]], name: str) -> Tool | None:
         tool, settled = self._known(name)
         if settled:

@@ -615,3 +615,23 @@ class InvalidArguments(ValueError, MCPError):
         MCPError.__init__(self, message, method=method, request_id=request_id)
         self.path = path
         self.errors = list(errors or [])
+
+
+class ToolNotFound(MCPError, KeyError):
+    """No connected server has a tool (or prompt, or resource) of that name, or a client's
+    ``tool_filter`` / ``tool_transforms`` leave that name out.
+
+    Example::
+
+        try:
+            group.call_tool("nope")
+        except mcp_sync.ToolNotFound as e:
+            print(e.message)
+    """
+
+    def __init__(self, message: str, *, name: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.message

@@ -47,7 +47,7 @@ AUTH = {
 }
 FACADE = {
     "mcp_sync._client", "mcp_sync._client_constructors", "mcp_sync._client_lists", "mcp_sync._client_tasks",
-    "mcp_sync._llm_formats", "mcp_sync._notebook", "mcp_sync._worker_clients",
+    "mcp_sync._llm_formats", "mcp_sync._notebook", "mcp_sync._tool_transform", "mcp_sync._worker_clients",
 }
 INTEGRATIONS = {"mcp_sync._connect", "mcp_sync._config", "mcp_sync._group", "mcp_sync._cli", "mcp_sync.__main__",
                 "mcp_sync.llm"}

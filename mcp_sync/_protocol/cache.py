@@ -26,6 +26,10 @@ Rules (checklist 1.10):
   (notifications may have been missed) the token changes and the entry is
   dropped. A change notification drops it as in C6; a positive ``ttlMs`` wins
   over holding (the entry expires when it says).
+* The caller's time-to-live (#31.7, ``list_ttl``): a list result with no ``ttlMs``
+  at all (legacy servers never send one), not kept until changed, is kept for
+  ``list_ttl`` seconds. A ``ttlMs`` the server did send, 0 included, wins: 0 means
+  "do not reuse" and stays so.
 
 Thread-safe: one lock guards the table; callers get deep copies (iterative: a
 result nested thousands deep is copied like any other), so a caller mutating
@@ -107,8 +111,10 @@ class ResultCache:
     notification is never stored as fresh (C6).
     """
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, list_ttl: float | None = None) -> None:
         self._clock = clock
+        #: seconds a list result without ``ttlMs`` is kept (None: not kept)
+        self.list_ttl = list_ttl
         self._lock = threading.Lock()
         self._entries: dict[tuple[str, str, tuple[Any, ...]], _Entry] = {}
         self._generation = 0
@@ -173,13 +179,16 @@ class ResultCache:
             return False
         ttl = freshness_ms(result)
         held = ttl == 0 and hold is not None and method in HOLDABLE_METHODS
+        expires = float("inf") if held else self._clock() + ttl / 1000.0
         if ttl == 0 and not held:
-            return False
+            if self.list_ttl is None or method not in HOLDABLE_METHODS or "ttlMs" in result:
+                return False
+            expires = self._clock() + self.list_ttl  # the caller's time-to-live (#31.7)
         entry = _Entry(
             method=method,
             params={k: v for k, v in (params or {}).items() if k != "_meta"},
             result=copy_json(dict(result)),
-            expires=float("inf") if held else self._clock() + ttl / 1000.0,
+            expires=expires,
             hold=hold if held else None,
         )
         with self._lock:

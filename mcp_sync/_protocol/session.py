@@ -122,6 +122,8 @@ class Session:
         tracing: bool = True,
         on_progress: Callable[[ProgressEvent], None] | None = None,
         discover_result: dict[str, Any] | None = None,
+        list_ttl: float | None = None,
+        on_list_changed: Callable[[str], None] | None = None,
     ) -> None:
         self.timeout = timeout
         #: #31.5: every request's progress, with the request it belongs to (any thread may set it)
@@ -136,7 +138,9 @@ class Session:
         self.input_required_max_rounds = input_required_max_rounds
         self.on_notification = on_notification
         #: list/read/discover results kept while their ttlMs lasts (C1-C7); None with cache=False
-        self.cache: ResultCache | None = ResultCache() if cache else None
+        self.cache: ResultCache | None = ResultCache(list_ttl=list_ttl) if cache else None
+        #: #31.7: dispatch thread, after a list_changed notification: ``on_list_changed(kind)``
+        self.on_list_changed = on_list_changed
         self.handlers = Handlers(
             on_elicitation=on_elicitation,
             on_sampling=on_sampling,
@@ -491,7 +495,7 @@ class Session:
         """In a forked child: a fresh cache and tool headers (their locks may be held by a thread
         of the parent that does not exist here); the results are the parent's session's anyway."""
         if self.cache is not None:
-            self.cache = ResultCache()
+            self.cache = ResultCache(list_ttl=self.cache.list_ttl)
         self.tool_headers = ToolHeaders()
 
     def before_notification(self, engine: Engine, method: str, params: dict[str, Any]) -> None:
@@ -576,6 +580,9 @@ class Session:
                 tag = f"[{mcp_level}] " if mcp_level in _UNNAMED_LOG_LEVELS else ""
                 logger.log(level, "%s[%s] %s" if source else "%s%s%s", tag, source or "", params.get("data"))
         self.subscriptions.dispatch(method, params)  # legacy: the session's own stream (LG9)
+        kind = CHANGED_LISTS.get(method)
+        if kind is not None and self.on_list_changed is not None:
+            self.on_list_changed(kind)  # it catches and logs its own errors
         if self.on_notification is not None:
             self.on_notification(method, params)
 
@@ -602,6 +609,14 @@ class Session:
         if related is not None:  # LG12: answers about a task carry its id back
             result = {**result, "_meta": {**(result.get("_meta") or {}), RELATED_TASK: related}}
         return result
+
+
+#: #31.7: which list a change notification is about (``on_list_changed``'s kind)
+CHANGED_LISTS = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/prompts/list_changed": "prompts",
+    "notifications/resources/list_changed": "resources",
+}
 
 
 def check_roots(roots: Any) -> None:

@@ -10,9 +10,10 @@ Run:  python sdk_server.py stdio
       --delete-delay-ms N (each DELETE
       is answered only after N ms: a server slow to end a session)
 
-Tools: echo, add (structured output), weather (structured output: an object), slow (progress + log +
-cancellable), count_up (progress without a total), wait_echo (echo after an idle wait), whoami (the
-Authorization and X-User headers the request carried, as JSON), fail (isError),
+Tools: echo, add (structured output; fastmcp tag "math"), weather (structured output: an object;
+tags "outside", "math"), slow (progress + log + cancellable), count_up (progress without a total),
+wait_echo (echo after an idle wait), whoami (the Authorization and X-User headers the request
+carried, as JSON), fail (isError),
 add_tool (registers a tool at runtime, announces tools/list_changed), ask_name (elicitation:
 elicitation/create mid-call on 2025-11-25, InputRequiredResult/MRTR on 2026-07-28), ask_llm and
 ask_llm_tools (sampling, the same two ways: a system prompt, max tokens, stop sequences, model hints,
@@ -89,7 +90,7 @@ def echo(text: str) -> str:
     return text
 
 
-@server.tool()
+@server.tool(meta={"_fastmcp": {"tags": ["math"]}})  # tags where fastmcp lists them (#31.3)
 def add(a: int, b: int) -> int:
     """Add two integers (structured output: {"result": a+b})."""
     return a + b
@@ -101,7 +102,7 @@ class Weather(BaseModel):
     conditions: list[str]
 
 
-@server.tool()
+@server.tool(meta={"_fastmcp": {"tags": ["outside", "math"]}})
 def weather(city: str) -> Weather:
     """The weather in `city` (structured output: an object, {"city", "temp", "conditions"})."""
     return Weather(city=city, temp=3.5, conditions=["cloudy", "windy"])

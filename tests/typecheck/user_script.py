@@ -155,6 +155,12 @@ def layers(client: mcp_sync.Client, call: dict[str, Any]) -> None:
         return
     single = mcp_sync.connect(servers["github"], timeout=30, headers={"X": "1"}, verify=False, max_retries=1)
     single.close()
+    shaped = mcp_sync.connect(  # #31.3, #31.7: tools as a model sees them; lists that refresh themselves
+        servers["github"], tool_filter=mcp_sync.ToolFilter(include=["search_*"], exclude_tags=["admin"]),
+        tool_transforms={"search_issues": mcp_sync.ToolTransform(name="search", hide=["page"], fill={"repo": "a/b"})},
+        list_ttl=30, on_list_changed=lambda kind, items: print(kind, len(items)),
+    )
+    shaped.close()
     group: mcp_sync.ClientGroup
     with mcp_sync.ClientGroup(servers, strict=False, options={"github": {"timeout": 5}}, timeout=30) as group:
         for tool in group.tools(prefix=True, timeout=5, cache="refresh"):
