@@ -633,6 +633,20 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         self._session.on_reconnected = _reconnected_callback(self, _checked_callback("on_reconnected", callback))
         _remember(self, "on_reconnected", callback)
 
+    @property
+    def on_list_changed(self) -> Callable[[str, list[Any]], None] | None:
+        """``on_list_changed(kind, items)`` (see the class docs); may be set or replaced at any time.
+
+        Example: ``client.on_list_changed = lambda kind, items: print(kind, len(items))``
+        """
+        changed = self._session.on_list_changed
+        return getattr(changed, "callback", None)
+
+    @on_list_changed.setter
+    def on_list_changed(self, callback: Callable[[str, list[Any]], None] | None) -> None:
+        self._session.on_list_changed = _list_changed_callback(self, _checked_callback("on_list_changed", callback))
+        _remember(self, "on_list_changed", callback)
+
     def __setattr__(self, name: str, value: Any) -> None:
         """Only the settable properties (and methods, for tests that replace one) may be assigned:
         a misspelt ``client.on_samplng = f`` raises AttributeError instead of doing nothing."""
@@ -1237,6 +1251,7 @@ def _list_changed_callback(
         except Exception:
             log.exception("mcp_sync: on_list_changed(%r, ...) raised", kind)
 
+    changed.callback = callback  # type: ignore[attr-defined]  # what client.on_list_changed reads back
     return changed
 
 

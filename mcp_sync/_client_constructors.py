@@ -26,12 +26,11 @@ from ._tool_transform import ToolFilter, ToolTransform
 from ._values import check_env, command_line, http_options
 from ._worker_clients import unpickle_client  # noqa: F401  (what a Client pickles to; #29.1)
 from .exceptions import ClientStateError, MCPError
-from .models import ProgressEvent
+from .models import DiscoverResult, ProgressEvent
 from .transports.base import Transport
 
 if TYPE_CHECKING:
     from ._protocol.session import Session
-    from .models import DiscoverResult
 
 _C = TypeVar("_C", bound="ClientConstructors")
 

@@ -33,7 +33,7 @@ TRANSFORMS = {
     "echo": mcp_sync.ToolTransform(hide=["text"]),  # required, no default: calls are refused
     "weather": {"description": "Weather in Oslo", "fill": {"city": "Oslo"}},  # a config-style dict
 }
-SHOWN_FILTER = mcp_sync.ToolFilter(exclude=["ask_*", "slow", "wait_echo"])
+SHOWN_FILTER = mcp_sync.ToolFilter(exclude=["ask_*", "slow", "wait_echo", "count_up"])
 
 
 @pytest.fixture(scope="module", params=["legacy", "modern"])
