@@ -55,6 +55,7 @@ from .exceptions import (
     ServerUnreachable,
     SessionExpiredError,
     ToolError,
+    ToolNotFound,
     UnsupportedProtocolVersionError,
     UrlElicitationRequiredError,
 )
@@ -84,7 +85,7 @@ from .models import (
 
 if TYPE_CHECKING:
     from ._config import ConfigError, load_config
-    from ._group import AmbiguousToolError, ClientGroup, ToolNotFound
+    from ._group import AmbiguousToolError, ClientGroup
     from .auth import FileTokenStore, OAuth, browser_authorize
 
 logging.getLogger("mcp_sync").addHandler(logging.NullHandler())
@@ -170,7 +171,6 @@ _LAZY = {
     "load_config": "_config",
     "AmbiguousToolError": "_group",
     "ClientGroup": "_group",
-    "ToolNotFound": "_group",
 }
 
 

@@ -29,7 +29,7 @@ from ._threads import run_concurrently
 from ._typed import ResultT
 from ._values import Timeout
 from .cancellation import CancellationToken
-from .exceptions import CapabilityError, ClientStateError, MCPError, ServerError
+from .exceptions import CapabilityError, ClientStateError, MCPError, ServerError, ToolNotFound
 from .models import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool
 
 log = logging.getLogger("mcp_sync")
@@ -57,25 +57,6 @@ class AmbiguousToolError(MCPError, ValueError):
     def __init__(self, message: str, *, name: str, servers: list[str]) -> None:
         super().__init__(message)
         self.name, self.servers = name, servers
-
-
-class ToolNotFound(MCPError, KeyError):
-    """No connected server has a tool (or prompt, or resource) of that name.
-
-    Example::
-
-        try:
-            group.call_tool("nope")
-        except mcp_sync.ToolNotFound as e:
-            print(e.message)
-    """
-
-    def __init__(self, message: str, *, name: str) -> None:
-        super().__init__(message)
-        self.name = name
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return self.message
 
 
 class _Names:

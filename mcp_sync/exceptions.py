@@ -610,3 +610,23 @@ class InvalidArguments(ValueError, MCPError):
         MCPError.__init__(self, message, method=method, request_id=request_id)
         self.path = path
         self.errors = list(errors or [])
+
+
+class ToolNotFound(MCPError, KeyError):
+    """No connected server has a tool (or prompt, or resource) of that name
+    (``group.call_tool``, ``group.find_tool``, ``client.find_tool``).
+
+    Example::
+
+        try:
+            group.call_tool("nope")
+        except mcp_sync.ToolNotFound as e:
+            print(e.message)
+    """
+
+    def __init__(self, message: str, *, name: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.message
