@@ -21,7 +21,14 @@ import attrs
 
 from .._options import DEFAULT, CallOptions
 from .._values import check_timeout
-from ..exceptions import Cancelled, CapabilityError, ProtocolError, RequestTimeout, server_error_from
+from ..exceptions import (
+    Cancelled,
+    CapabilityError,
+    PaginationLimitError,
+    ProtocolError,
+    RequestTimeout,
+    server_error_from,
+)
 from ..models import CallToolResult, _opt_int, _opt_str, _required_str, ttl_ms
 from .input_required import answer, complete
 from .session import TASKS_EXTENSION, Session
@@ -237,7 +244,19 @@ def result(session: Session, task: Task, timeout: float | None) -> CallToolResul
 
 
 def list_all(session: Session) -> list[Task]:
-    """Legacy ``tasks/list``."""
-    raw = session.send("tasks/list")
-    tasks: list[Any] = raw["tasks"] if isinstance(raw.get("tasks"), list) else []
-    return [Task.from_wire(t, "legacy", session) for t in tasks if isinstance(t, dict)]
+    """Legacy ``tasks/list``, every page: followed by ``nextCursor`` up to the session's
+    ``max_pages``; a repeated cursor or more pages raise :class:`PaginationLimitError`."""
+    found: list[Task] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(session.max_pages):
+        raw = session.send("tasks/list", {"cursor": cursor} if cursor is not None else None)
+        tasks: list[Any] = raw["tasks"] if isinstance(raw.get("tasks"), list) else []
+        found.extend(Task.from_wire(t, "legacy", session) for t in tasks if isinstance(t, dict))
+        cursor = raw.get("nextCursor")
+        if not isinstance(cursor, str):  # "" is a cursor (G1)
+            return found
+        if cursor in seen:
+            raise PaginationLimitError(f"tasks/list: the server repeated cursor {cursor!r}", method="tasks/list")
+        seen.add(cursor)
+    raise PaginationLimitError(f"tasks/list: more than max_pages={session.max_pages} pages", method="tasks/list")
