@@ -81,6 +81,36 @@ def test_legacy_task_against_everything(everything_js: Path) -> None:
         assert any(t.task_id == task.task_id for t in client.list_tasks())
 
 
+def test_wait_timeout_bounds_each_poll_and_leaves_the_task_running() -> None:
+    """Task.wait(timeout=) bounds the whole wait, a slow tasks/get included (here every answer
+    takes 2 s: the wait gives up on the poll, not waiting for its answer); on timeout the task
+    is left running on the server, and waiting again or cancelling it works. (A poll gets at least
+    1 s: a wait ends at most about two seconds late.)"""
+    with mcp_sync.Client.stdio(PY, fault_args("--era", "modern", "--behaviour", "slow-all", "--delay", "2"),
+                               timeout=30) as client:
+        task = client.call_tool_as_task("task_job", {"plan": "forever"})
+        started = time.monotonic()
+        with pytest.raises(mcp_sync.RequestTimeout, match="keeps running on the server") as caught:
+            task.wait(timeout=0.5)
+        assert time.monotonic() - started < 3  # its poll gave up after 1 s (before: two 2 s polls, 4 s)
+        assert "cancel_task" in str(caught.value) and task.status == "working" and not task.done
+        assert client.get_task(task).status == "working"  # nothing cancelled it
+        client.cancel_task(task)
+        with pytest.raises(mcp_sync.Cancelled):
+            task.wait(timeout=10)
+
+
+def test_wait_timeout_on_a_legacy_task_leaves_it_running(everything_js: Path) -> None:
+    """server-everything's research task takes seconds: a short wait times out, says what became of
+    the task, and the same Task object then waits to its result."""
+    with mcp_sync.Client.stdio("node", [str(everything_js), "stdio"], mode="legacy", timeout=30) as client:
+        task = client.call_tool_as_task("simulate-research-query", {"topic": "eels"}, ttl=60_000)
+        with pytest.raises(mcp_sync.RequestTimeout, match=r"still working .*keeps running on the server"):
+            task.wait(timeout=0.2)
+        assert task.status == "working" and client.get_task(task).status in ("working", "completed")
+        assert "Research Report: eels" in task.wait(timeout=30).text
+
+
 def test_legacy_list_tasks_walks_every_page(everything_js: Path) -> None:
     """tasks/list is paginated (2025-11-25 tasks: "This operation supports pagination"); server-everything
     answers 10 tasks a page, so 12 tasks take two pages and list_tasks returns all 12."""
