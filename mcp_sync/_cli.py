@@ -537,6 +537,12 @@ def _call(client: Client, args: argparse.Namespace, words: list[str], cancel: Ca
         print_content(result.content, saver, sys.stdout, _result_cleaner(args, sys.stdout))
         if not result.content and result.structured_content is not None:
             _dump(result.structured_content, sys.stdout)
+    if result.is_error and tool is None and tools:
+        # many servers answer an unknown tool with an error result, not a protocol error
+        # (server-everything, the Python SDK): the same suggestion, from the listed tools
+        sys.stdout.flush()
+        sys.stderr.write(f"mcp-sync: the server lists no tool named {escape(name, one_line=True)!r}"
+                         f"{did_you_mean(name, [t.name for t in tools])}\n")
     return EXIT_ERROR if result.is_error else EXIT_OK
 
 
