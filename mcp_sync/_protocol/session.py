@@ -289,7 +289,7 @@ class Session:
     def http_session_id(self) -> str | None:
         """The legacy Streamable HTTP session's ``Mcp-Session-Id`` now, or None (stdio, modern HTTP)."""
         engine = self.connection.res.engine
-        session_id = getattr(engine.transport, "session_id", None) if engine is not None else None
+        session_id = declared(engine.transport).session_id if engine is not None else None
         return session_id if isinstance(session_id, str) else None
 
     def hold_token(self, method: str, negotiated: Negotiated) -> Any:

@@ -163,6 +163,12 @@ class BaseTransport:
         """The server's process id while it runs (stdio); None otherwise."""
         return None
 
+    @property
+    def session_id(self) -> str | None:
+        """The session id the server assigned (legacy Streamable HTTP's ``Mcp-Session-Id``); None
+        where there is none. Traced requests carry it as ``mcp.session.id``."""
+        return None
+
     def send_inline(
         self, message: dict[str, Any], *, headers: Mapping[str, str | None] | None = None, deadline: float | None = None
     ) -> None:
