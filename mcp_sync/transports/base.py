@@ -87,6 +87,11 @@ class _NoSink:
 NO_SINK: MessageSink = _NoSink()
 
 
+#: How to give a stdio server more of the environment, in Python's words, as its start errors say
+#: (the CLI puts its own options in their place).
+ENV_OPTIONS = '(env={...} or inherit_env=True in Python, "env" in a config entry)'
+
+
 class Transport(Protocol):
     """The methods the engine needs from a transport.
 
