@@ -56,12 +56,14 @@ from .models import (
     TextResourceContents,
     Tool,
 )
+from .transports.base import ENV_OPTIONS
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 0, 1, 2, 130, 141
 _CANCEL_GRACE = 5.0  # seconds the cancelled request gets to wind down after Ctrl-C
 
 
 _NEEDS = {"call": "<tool>", "read": "<uri>", "prompt": "<name>"}  # the word each command needs after <target>
+_CLI_ENV_OPTIONS = '(--env NAME=VALUE or --inherit-env, "env" in a --config entry)'
 
 
 class UsageError(Exception):
@@ -93,6 +95,11 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--raw", action="store_true",
                         help="write results as the server sent them, control characters included "
                              "(the default when stdout is not a terminal)")
+    common.add_argument("-e", "--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment variable for a command-line server (repeatable); it gets only "
+                             "an allow-list of this environment otherwise (PATH, HOME, proxies, ...)")
+    common.add_argument("--inherit-env", action="store_true",
+                        help="give a command-line server this whole environment")
     common.add_argument("-v", "--verbose", action="count", default=0, help="log to stderr (-vv: debug)")
     parser = argparse.ArgumentParser(
         prog="mcp-sync",
@@ -423,6 +430,22 @@ def run_command(client: Client, args: argparse.Namespace, words: list[str], canc
     return EXIT_OK
 
 
+def _env_options(args: argparse.Namespace, target: Any) -> dict[str, Any]:
+    """``env`` and ``inherit_env`` for a command-line server from ``--env`` / ``--inherit-env``;
+    UsageError when they are given for anything else (a URL; a config file's server has its "env")."""
+    if not args.env and not args.inherit_env:
+        return {}
+    if not isinstance(target, str) or _is_remote(target):
+        raise UsageError('--env and --inherit-env are for a command-line server (a config entry has its "env")')
+    env: dict[str, str] = {}
+    for pair in args.env:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--env expects NAME=VALUE, got {pair!r}")
+        env[name] = value
+    return {"env": env, "inherit_env": bool(args.inherit_env)}
+
+
 def _is_remote(target: str | Mapping[str, Any]) -> bool:
     """Whether ``target`` (a URL or command line, or a config entry) is reached over HTTP (no
     stderr to show), as ``_client_for`` decides."""
@@ -519,6 +542,12 @@ def _call(client: Client, args: argparse.Namespace, words: list[str], cancel: Ca
         print_content(result.content, saver, sys.stdout, _result_cleaner(args, sys.stdout))
         if not result.content and result.structured_content is not None:
             _dump(result.structured_content, sys.stdout)
+    if result.is_error and tool is None and tools:
+        # many servers answer an unknown tool with an error result, not a protocol error
+        # (server-everything, the Python SDK): the same suggestion, from the listed tools
+        sys.stdout.flush()
+        sys.stderr.write(f"mcp-sync: the server lists no tool named {escape(name, one_line=True)!r}"
+                         f"{did_you_mean(name, [t.name for t in tools])}\n")
     return EXIT_ERROR if result.is_error else EXIT_OK
 
 
@@ -615,9 +644,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     def work() -> int:
         target, words = _split_target(args, needed)
         if isinstance(target, _AllServers):
+            _env_options(args, target)  # refused with a config file's servers: their entries have "env"
             return _all_tools(target, args, cancel, client.append)
         label = {"name": "server"}
         options: dict[str, Any] = {} if _is_remote(target) else {"stderr": _stderr_shower(label)}
+        options.update(_env_options(args, target))
         opened = _client_for(target, timeout=args.timeout, **options)
         label["name"] = opened.name  # set before it starts: no line comes earlier
         client.append(opened)
@@ -641,7 +672,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (MCPError, OSError, ValueError) as exc:  # one line, no traceback
         kind = type(exc).__name__
         hint = getattr(exc, "cli_hint", "")
-        sys.stderr.write(f"mcp-sync: error: {kind}: {escape(str(exc), one_line=True)}{hint}\n")
+        text = str(exc).replace(ENV_OPTIONS, _CLI_ENV_OPTIONS)  # our options, not Client.stdio's arguments
+        sys.stderr.write(f"mcp-sync: error: {kind}: {escape(text, one_line=True)}{hint}\n")
         # a bad target or config file, or arguments that do not fit the tool's schema, is bad
         # usage; what the server did is an MCP error
         usage = kind == "ConfigError" or isinstance(exc, InvalidArguments) or (

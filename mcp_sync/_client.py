@@ -50,6 +50,7 @@ from .exceptions import (
     ResourceNotFound,
     ServerError,
     ToolError,
+    ToolNotFound,
 )
 from .models import (
     CallToolResult,
@@ -487,6 +488,47 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
     def server_info(self) -> dict[str, Any]:
         """The raw InitializeResult or DiscoverResult."""
         return self._session.known().server_info
+
+    def has_capability(self, name: str, feature: str | None = None) -> bool:
+        """Whether the server declared capability ``name`` (``"tools"``, ``"resources"``,
+        ``"prompts"``, ``"logging"``, ``"completions"``, ``"tasks"``, ...) or, for a name
+        with a ``/`` in it, the extension of that id (``"io.modelcontextprotocol/tasks"``).
+        With ``feature``, whether that capability also sets that flag (``"subscribe"``,
+        ``"listChanged"``) or has that entry. Connects if needed; an answer from a modern
+        server whose capabilities went stale (their ttlMs ran out) is fetched again before
+        saying no, as the requests that need a capability do.
+
+        Example::
+
+            if client.has_capability("resources", "subscribe"):
+                client.listen(resources=["file:///log.txt"])
+            client.has_capability("io.modelcontextprotocol/tasks")   # offers tasks (2026-07-28)
+        """
+        if not isinstance(name, str) or not (feature is None or isinstance(feature, str)):
+            raise TypeError(f"has_capability(name, feature=None) takes strings, not {name!r}, {feature!r}")
+        negotiated = self._session.connected()
+        found = _declared(negotiated.server_capabilities, name, feature)
+        if not found and negotiated.era == "modern":
+            self._session.discover()  # reuses a fresh answer; a stale one is fetched again
+            found = _declared(self._session.connected().server_capabilities, name, feature)
+        return found
+
+    def find_tool(self, name: str) -> Tool:
+        """The tool the server lists under ``name``, or :class:`ToolNotFound` (a ``KeyError``).
+        Walks :meth:`tools` (through the client's cache: a listing still fresh is not fetched
+        again) and stops at the first page that has it.
+
+        Example::
+
+            tool = client.find_tool("add")
+            print(tool.description, tool.input_schema["properties"])
+        """
+        if not isinstance(name, str):
+            raise TypeError(f"find_tool(name): name must be a string, not {type(name).__name__}")
+        for tool in self.tools():
+            if tool.name == name:
+                return tool
+        raise ToolNotFound(f"{self.name}: the server lists no tool named {name!r}", name=name)
 
     def meta(self) -> dict[str, Any]:
         """The ``_meta`` envelope this client adds to modern requests.
@@ -1320,3 +1362,14 @@ def _raw_params(label: str, method: Any, params: Any) -> dict[str, Any] | None:
     wire_params = dict(params)
     check_json(wire_params, f"{label}({method!r}): params")
     return wire_params
+
+
+def _declared(capabilities: Mapping[str, Any], name: str, feature: str | None) -> bool:
+    """``name`` (an extension id when it has a ``/``) in ``capabilities``, with ``feature`` set."""
+    if "/" in name:
+        extensions = capabilities.get("extensions")
+        capabilities = extensions if isinstance(extensions, Mapping) else {}
+    if name not in capabilities:
+        return False
+    found = capabilities[name]
+    return feature is None or (isinstance(found, Mapping) and found.get(feature) not in (None, False))

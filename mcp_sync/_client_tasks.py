@@ -93,7 +93,8 @@ class TaskMethods:
         tasks.request(self._session, "tasks/cancel", tasks.handle(self._session, task))
 
     def list_tasks(self) -> list[Task]:
-        """The server's tasks (legacy ``tasks/list``).
+        """The server's tasks (legacy ``tasks/list``), every page: ``nextCursor`` is followed
+        up to ``max_pages`` pages; a repeated cursor or more pages raise :class:`PaginationLimitError`.
 
         Example: ``running = [t.task_id for t in client.list_tasks() if not t.done]``
         """

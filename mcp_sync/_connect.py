@@ -105,7 +105,9 @@ def connect(
     ``connect_timeout``, ``max_retries``, ``max_view_sessions``). A whole config file (its path, or
     its dict) with a single server connects to that server. When the command
     is an existing ``.py`` file it runs with this interpreter;
-    ``.js``/``.mjs``/``.cjs`` files run with ``node``.
+    ``.js``/``.mjs``/``.cjs`` files run with ``node``. A command line starting
+    ``npx:<package>`` runs ``npx -y <package>``, ``uvx:<package>`` runs ``uvx <package>``
+    (the rest of the line is the server's arguments).
 
     The options are those of :meth:`Client.stdio` (``env``, ``cwd``,
     ``inherit_env``, ``stderr``) or :meth:`Client.http` (``headers``, ``auth``
@@ -121,6 +123,8 @@ def connect(
 
         with mcp_sync.connect("server.py", timeout=30) as client:
             print([t.name for t in client.tools()])
+        with mcp_sync.connect("npx:@modelcontextprotocol/server-everything stdio") as client:
+            ...
     """
     options = given_options(locals(), "target")  # first: locals() holds only the parameters here
     client = _client_for(target, **options)
@@ -158,8 +162,30 @@ def _client_for(target: Target, **options: Any) -> Client:
     parts = list(target)
     if not parts:
         raise ValueError("empty command")
+    parts = package_command(parts)
     command, args = script_command(parts[0], parts[1:])
     return Client.stdio(command, args, **options)
+
+
+#: ``npx:<package>`` and ``uvx:<package>``: the package runners' commands (npx without its prompt).
+_PACKAGE_RUNNERS = {"npx:": ["npx", "-y"], "uvx:": ["uvx"]}
+
+
+def package_command(parts: Sequence[str]) -> list[str]:
+    """A command line whose first word is ``npx:<package>`` or ``uvx:<package>``, as the runner's
+    own: ``["npx", "-y", <package>, ...]`` / ``["uvx", <package>, ...]``; anything else as it is.
+
+    Example: ``package_command(["npx:@modelcontextprotocol/server-everything", "stdio"])`` is
+    ``["npx", "-y", "@modelcontextprotocol/server-everything", "stdio"]``
+    """
+    first = str(parts[0]) if parts else ""
+    for prefix, runner in _PACKAGE_RUNNERS.items():
+        if first.lower().startswith(prefix):
+            package = first[len(prefix):]
+            if not package or package.startswith("-"):
+                raise ValueError(f"{first!r}: name the package after {prefix!r} (e.g. {prefix}some-mcp-server)")
+            return [*runner, package, *parts[1:]]
+    return list(parts)
 
 
 def is_whole_config(target: Mapping[str, Any]) -> bool:

@@ -8,9 +8,16 @@ plain schema into a quick yes/no check (:mod:`._schema_subset`), and, when a val
 fails it or the schema is not plain, into a ``jsonschema`` validator of its
 declared ``$schema`` dialect (2020-12 when none is declared), which explains
 the failure. ``$ref`` is resolved only inside the schema itself and the dialects'
-bundled meta-schemas: nothing is ever fetched, and a ``$ref`` that cannot be
-resolved makes that one check pass (logged at debug level), since the schema,
-not the data, is what is broken.
+bundled meta-schemas: nothing is ever fetched.
+
+A schema the client cannot use as the spec asks is rejected, never treated as
+permissive: a ``$schema`` naming a dialect ``jsonschema`` does not know (drafts 3,
+4, 6, 7, 2019-09 and 2020-12 are known, and any the application registers with
+``jsonschema``), or a ``$ref`` that cannot be resolved (a network URI among them,
+since none is fetched). ``validate_output="strict"`` and ``validate=True`` raise
+:class:`ProtocolError` saying so, ``"warn"`` logs it. Other broken schemas (an
+invalid keyword value) make that one check pass, logged at debug level, since
+the schema, not the data, is what is broken.
 
 Checks of server-supplied schemas are bounded (#17.1): a schema and a value from a
 server must never cost more than time linear in their size, nor hold the process.
@@ -150,6 +157,11 @@ class _ValidatorCache:
 VALIDATORS = _ValidatorCache(_CACHE_SIZE)
 
 
+class UnusableSchema(Exception):
+    """A schema the spec says to reject rather than treat as permissive: an unsupported
+    ``$schema`` dialect or a ``$ref`` that cannot be resolved (the message says which)."""
+
+
 def _compile(schema: Mapping[str, Any]) -> Any:
     import jsonschema
     import jsonschema_specifications
@@ -163,10 +175,15 @@ def _compile(schema: Mapping[str, Any]) -> Any:
         except LookupError:
             raise referencing.exceptions.NoSuchResource(ref=uri) from None  # type: ignore[call-arg]
 
-    with warnings.catch_warnings():  # an unknown "$schema" URI: fall back to 2020-12 quietly
+    dialect = schema.get("$schema", _DEFAULT_DIALECT)
+    if not isinstance(dialect, str):
+        raise UnusableSchema(f"its $schema is not a dialect URI: {_short(repr(dialect), 100)}")
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        default = jsonschema.validators.validator_for({"$schema": _DEFAULT_DIALECT})
-        cls = jsonschema.validators.validator_for(schema, default=default)
+        cls = jsonschema.validators.validator_for({"$schema": dialect}, default=None)
+    if cls is None:
+        raise UnusableSchema(f"its $schema names a dialect this client does not support: {_short(dialect, 100)!r} "
+                             "(supported: JSON Schema 2020-12, 2019-09, draft-07, -06, -04, -03)")
     registry: referencing.Registry[Any] = referencing.Registry(retrieve=retrieve_locally)  # type: ignore[call-arg]
     # patternProperties anywhere (a $ref may point at any part of the document): the keys
     # unevaluatedProperties would judge depend on patterns, which are never run.
@@ -330,9 +347,9 @@ def mismatches(
     """Where and why ``instance`` does not match ``schema``, the most relevant first:
     ``[("$.a", "'x' is not of type 'number'"), ...]``.
 
-    ``[]`` when it matches; None when the schema cannot be used (an unresolvable
-    ``$ref``, an invalid schema: the check is then skipped, with a debug log) or when
-    the check ran out of its bound (:data:`CHECK_STEPS`, and ``seconds`` or
+    ``[]`` when it matches; None when the schema cannot be used (an unsupported dialect,
+    an unresolvable ``$ref``, an invalid schema: the check is then skipped, with a debug
+    log) or when the check ran out of its bound (:data:`CHECK_STEPS`, and ``seconds`` or
     :data:`CHECK_SECONDS`, whichever is less: skipped with a warning). Patterns are
     never run (see the module docstring). ``what`` names the value in those logs, ``%``-formatted
     with ``what_args`` only when a log is written (the common case formats nothing).
@@ -340,6 +357,23 @@ def mismatches(
     Example::
 
         mismatches({"type": "object", "required": ["a"]}, {}, "x")  # [('$', "'a' is a required property")]
+    """
+    try:
+        return check(schema, instance, what, seconds, *what_args)
+    except UnusableSchema as exc:
+        log.debug("mcp_sync: %s not checked: %s", _named(what, what_args), exc)
+        return None
+
+
+def check(
+    schema: Mapping[str, Any], instance: Any, what: str, seconds: float | None = None, *what_args: Any
+) -> list[tuple[str, str]] | None:
+    """:func:`mismatches`, but a schema the spec says to reject (an unsupported dialect, an
+    unresolvable ``$ref``) raises :class:`UnusableSchema` instead of answering None.
+
+    Example::
+
+        check({"$schema": "urn:my-dialect"}, 1, "x")  # raises UnusableSchema("... dialect ...")
     """
     try:
         compiled = VALIDATORS.get(schema)
@@ -367,7 +401,15 @@ def mismatches(
             _named(what, what_args), CHECK_STEPS, limit,
         )
         return None
+    except UnusableSchema:
+        raise
     except Exception as exc:  # the schema, not the data, is broken: do not block the call over it
+        import referencing.exceptions  # imported already: the validator that raised needed it
+
+        if isinstance(exc, referencing.exceptions.Unresolvable):
+            ref = getattr(exc, "ref", None)
+            shown = _short(ref, 100) if isinstance(ref, str) else "?"
+            raise UnusableSchema(f"its $ref {shown!r} cannot be resolved (nothing is fetched)") from None
         log.debug("mcp_sync: %s not checked: its schema cannot be used (%s: %s)", _named(what, what_args),
                   type(exc).__name__, exc)
         return None
@@ -451,7 +493,11 @@ class ToolSchemas:
         if tool is None:
             log.debug("mcp_sync: arguments of %r not checked: the server did not list that tool", name)
             return
-        errors = mismatches(tool.input_schema, dict(arguments), "the arguments of %r", seconds, name)
+        try:
+            errors = check(tool.input_schema, dict(arguments), "the arguments of %r", seconds, name)
+        except UnusableSchema as exc:  # asked to check, and it cannot be: not passed as if it had been
+            raise ProtocolError(f"tool {name!r}: arguments not checked: its inputSchema is rejected: {exc}",
+                                method="tools/call") from None
         if errors:
             path, why = errors[0]
             raise InvalidArguments(
@@ -476,25 +522,31 @@ class ToolSchemas:
         if mode is False or result.is_error:
             return
         structured = result.structured_content
+        # "structuredContent": null is a value (any JSON value may be one), not a missing field
+        present = structured is not None or "structuredContent" in result.raw
         if tool is None:
             tool = self._tools.get(name)  # the common case, without the lock: one atomic dict read
             if tool is None:
                 # Only a listed tool is checked for a missing structuredContent: listing just for
                 # that would cost a round trip on most calls (most tools return text only).
-                tool = None if structured is None else self._tool(list_tools, name)
+                tool = self._tool(list_tools, name) if present else None
                 if tool is None:
                     return
         schema = tool.output_schema
         if schema is None:
             return
-        if structured is None:
+        if not present:
             problem = "the tool declares an outputSchema but returned no structuredContent"
         else:
-            errors = mismatches(schema, structured, "the result of %r", seconds, name)
-            if not errors:
-                return
-            path, why = errors[0]
-            problem = f"structuredContent does not match its outputSchema at {path}: {why}"
+            try:
+                errors = check(schema, structured, "the result of %r", seconds, name)
+            except UnusableSchema as exc:
+                problem = f"structuredContent not checked: its outputSchema is rejected: {exc}"
+            else:
+                if not errors:
+                    return
+                path, why = errors[0]
+                problem = f"structuredContent does not match its outputSchema at {path}: {why}"
         if mode == "strict":
             raise ProtocolError(f"tool {name!r}: {problem}", method="tools/call")
         log.warning("mcp_sync: tool %r: %s", name, problem)

@@ -618,7 +618,8 @@ class InvalidArguments(ValueError, MCPError):
 
 
 class ToolNotFound(MCPError, KeyError):
-    """No connected server has a tool (or prompt, or resource) of that name, or a client's
+    """No connected server has a tool (or prompt, or resource) of that name
+    (``group.call_tool``, ``group.find_tool``, ``client.find_tool``), or a client's
     ``tool_filter`` / ``tool_transforms`` leave that name out.
 
     Example::

@@ -20,6 +20,8 @@ Example::
 from __future__ import annotations
 
 import collections
+import contextvars
+import functools
 import json
 import logging
 import math
@@ -476,9 +478,10 @@ def to_langchain_tools(source: ClientOrGroup) -> list[Any]:
     ``ainvoke`` from an event loop: the call runs on the loop's executor) calls the tool on
     the client, thread-safe. The content is the result's text; the artifact the
     :class:`~mcp_sync.CallToolResult`. A tool that reports ``isError`` or fails raises
-    ``ToolException``, which the tool turns into the error text for the model
-    (``handle_tool_error=True``). Names are valid for every LLM API (long or odd ones
-    shortened with a hash).
+    ``ToolException``, which the tool turns into the error text for the model (a
+    ``ToolMessage`` with ``status="error"``); one that reported ``isError`` keeps its
+    ``CallToolResult`` as the artifact too (a call that failed without a result has none).
+    Names are valid for every LLM API (long or odd ones shortened with a hash).
 
     Example::
 
@@ -487,7 +490,7 @@ def to_langchain_tools(source: ClientOrGroup) -> list[Any]:
         tools[0].invoke({"text": "hi"})
     """
     tools_module = _need("langchain_core.tools", "langchain-core", "to_langchain_tools")
-    structured, tool_exception = tools_module.StructuredTool, tools_module.ToolException
+    structured, tool_exception = _langchain_tool_class(), tools_module.ToolException
     made = []
     for llm_name, tool, name in _named_tools(source):
         schema = tool.input_schema
@@ -498,7 +501,9 @@ def to_langchain_tools(source: ClientOrGroup) -> list[Any]:
             except (MCPError, ValueError) as exc:
                 raise tool_exception(f"tool {_name!r} failed: {type(exc).__name__}: {exc}") from exc
             if result.is_error:
-                raise tool_exception(result_text(result))
+                failed = tool_exception(result_text(result))
+                failed.mcp_result = result  # the artifact of the error ToolMessage (see _langchain_tool_class)
+                raise failed
             return result_text(result), result
 
         async def arun(_name: str = name, _schema: Any = schema, **arguments: Any) -> tuple[str, CallToolResult]:
@@ -507,9 +512,58 @@ def to_langchain_tools(source: ClientOrGroup) -> list[Any]:
 
         made.append(structured(
             name=llm_name, description=tool.description or tool.title or llm_name, args_schema=dict(schema),
-            func=run, coroutine=arun, response_format="content_and_artifact", handle_tool_error=True,
+            func=run, coroutine=arun, response_format="content_and_artifact", handle_tool_error=_tool_error_text,
         ))
     return made
+
+
+#: the isError results of the tool run under way (set by _langchain_tool_class's run and arun)
+_FAILED_RESULTS: contextvars.ContextVar[list[CallToolResult] | None] = contextvars.ContextVar(
+    "mcp_sync_failed_results", default=None)
+
+
+def _tool_error_text(exc: BaseException) -> str:
+    """LangChain's ``handle_tool_error``: the error text for the model (as ``True`` gives), keeping
+    an ``isError`` result for the ToolMessage's artifact."""
+    result = getattr(exc, "mcp_result", None)
+    failed = _FAILED_RESULTS.get()
+    if failed is not None and isinstance(result, CallToolResult):
+        failed.append(result)
+    return str(exc.args[0]) if exc.args else "Tool execution error"
+
+
+@functools.cache
+def _langchain_tool_class() -> Any:
+    """``StructuredTool`` whose error ``ToolMessage`` carries the ``CallToolResult`` of an ``isError``
+    call as its artifact (LangChain's own run leaves the artifact of a ``ToolException`` empty)."""
+    from langchain_core.messages import ToolMessage
+    from langchain_core.tools import StructuredTool
+
+    def with_artifact(output: Any, failed: list[CallToolResult]) -> Any:
+        if failed and isinstance(output, ToolMessage) and output.artifact is None:
+            output.artifact = failed[-1]
+        return output
+
+    class MCPStructuredTool(StructuredTool):  # type: ignore[misc]
+        """A LangChain tool calling an MCP tool (see :func:`to_langchain_tools`)."""
+
+        def run(self, *args: Any, **kwargs: Any) -> Any:
+            failed: list[CallToolResult] = []
+            token = _FAILED_RESULTS.set(failed)
+            try:
+                return with_artifact(super().run(*args, **kwargs), failed)
+            finally:
+                _FAILED_RESULTS.reset(token)
+
+        async def arun(self, *args: Any, **kwargs: Any) -> Any:
+            failed: list[CallToolResult] = []
+            token = _FAILED_RESULTS.set(failed)
+            try:
+                return with_artifact(await super().arun(*args, **kwargs), failed)
+            finally:
+                _FAILED_RESULTS.reset(token)
+
+    return MCPStructuredTool
 
 
 def _call_sync(run: Callable[..., Any], name: str, schema: Any, arguments: Mapping[str, Any]) -> Any:

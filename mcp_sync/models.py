@@ -373,6 +373,26 @@ class Tool:
     meta: dict[str, Any] | None = attrs.field(default=None, repr=False)
     raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
 
+    @property
+    def supports_task(self) -> bool | None:
+        """Whether the tool says it may be called as a task: True when its
+        ``execution.taskSupport`` is ``"optional"`` or ``"required"`` (2025-11-25 servers),
+        False when it is ``"forbidden"`` (or unknown), None when the tool says nothing. A
+        2025-11-25 tool that says nothing must not be called as a task; 2026-07-28 tools
+        never say, and the server's tasks extension covers every tool
+        (``client.has_capability("io.modelcontextprotocol/tasks")``).
+
+        Example::
+
+            tool = client.find_tool("research")
+            if tool.supports_task:
+                task = client.call_tool_as_task("research", {"topic": "tides"})
+        """
+        support = self.execution.get("taskSupport") if self.execution is not None else None
+        if support is None:
+            return None
+        return support in ("optional", "required")
+
     @classmethod
     def from_wire(cls, raw: dict[str, Any]) -> Tool:
         return cls(

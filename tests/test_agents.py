@@ -658,6 +658,27 @@ def test_langchain_tools(sdk: mcp_sync.Client) -> None:
     assert asyncio.run(tools["echo"].ainvoke({"text": "async"})) == "async"
 
 
+def test_langchain_error_tool_messages_carry_the_call_tool_result(sdk: mcp_sync.Client) -> None:
+    """A tool that reports isError gives a ToolMessage with status "error", the error text for the
+    model, and the CallToolResult as its artifact (docs/agents.md), from invoke and ainvoke alike."""
+    import asyncio
+
+    from langchain_core.messages import ToolMessage
+
+    import mcp_sync.llm
+
+    tools = {tool.name: tool for tool in mcp_sync.llm.to_langchain_tools(sdk)}
+    call = {"type": "tool_call", "id": "c2", "name": "fail", "args": {}}
+    for message in (tools["fail"].invoke(call), asyncio.run(tools["fail"].ainvoke(call))):
+        assert isinstance(message, ToolMessage) and message.status == "error" and message.tool_call_id == "c2"
+        assert message.content == "Error executing tool fail"
+        assert isinstance(message.artifact, mcp_sync.CallToolResult) and message.artifact.is_error
+        assert message.artifact.text == "Error executing tool fail"
+    fine = tools["echo"].invoke({"type": "tool_call", "id": "c3", "name": "echo", "args": {"text": "ok"}})
+    assert fine.status == "success" and fine.artifact.text == "ok"  # (a failed call without a result:
+    # test_framework_tools.py)
+
+
 def test_langchain_tools_of_a_group() -> None:
     import mcp_sync.llm
 

@@ -180,3 +180,21 @@ def test_long_descriptions_wrap_under_their_column(monkeypatch: pytest.MonkeyPat
     assert lines[0].startswith("short" + " " * (column - 5) + "word")
     assert len(lines) > 3 and all(line.startswith(" " * column + "word") for line in lines[1:-1])
     assert lines[-1] == "a-much-longer-name  two words"
+
+
+@pytest.mark.parametrize("server", ["sdk", "everything"])
+def test_an_unknown_tool_answered_with_an_error_result_gets_a_suggestion(server: str, everything_js: Path) -> None:
+    """The Python SDK and server-everything answer an unknown tool with an isError result (not a
+    protocol error): the CLI prints it, exits 1, and suggests from the tools the server lists."""
+    target = SDK_STDIO if server == "sdk" else f"node {everything_js} stdio"
+    wrong = "ech" if server == "sdk" else "get-sun"
+    key = "text" if server == "sdk" else "message"
+    result = cli("call", target, wrong, f"{key}=x")
+    assert result.returncode == 1, result.stderr
+    assert wrong in result.stdout  # the server's own error text: "Unknown tool: ech" / "Tool get-sun not found"
+    expected = "'echo'" if server == "sdk" else "'get-sum'"
+    assert f"lists no tool named '{wrong}' (did you mean {expected}" in result.stderr, result.stderr
+    far = cli("call", target, "zzzzzz")
+    assert far.returncode == 1 and "lists no tool named 'zzzzzz'" in far.stderr and "did you mean" not in far.stderr
+    listed = cli("call", target, "echo", f"{key}=hi")  # a listed tool: no such line
+    assert listed.returncode == 0 and "lists no tool" not in listed.stderr, listed.stderr

@@ -306,3 +306,34 @@ def test_connect_takes_a_whole_config_with_one_server(tmp_path: Path, no_leaks: 
         mcp_sync.connect(two)
     with mcp_sync.ClientGroup(config) as group:  # a group takes the whole dict too
         assert list(group.clients) == ["demo"]
+
+
+def test_npx_shorthand_runs_the_package_with_npx(everything_js: Path, tmp_path: Path, no_leaks: None) -> None:
+    """``connect("npx:<package> args")`` runs ``npx -y <package> args``: here server-everything, found
+    by npx in the local install (cwd), its registry a refused port, so nothing is fetched."""
+    from conftest import NPM_PREFIX, refused_port
+
+    with refused_port() as port:
+        env = {"npm_config_registry": f"http://127.0.0.1:{port}/", "npm_config_fetch_retries": "0",
+               "npm_config_cache": str(tmp_path / "npm-cache"), "npm_config_update_notifier": "false"}
+        with mcp_sync.connect("npx:@modelcontextprotocol/server-everything stdio", cwd=str(NPM_PREFIX), env=env,
+                              stderr=lambda line: None, timeout=60) as client:
+            assert client.transport.target.startswith("npx -y @modelcontextprotocol/server-everything stdio")
+            assert "get-sum" in [tool.name for tool in client.tools()]
+            assert client.call_tool("get-sum", {"a": 2, "b": 3}).text == "The sum of 2 and 3 is 5."
+        with mcp_sync.connect(["npx:@modelcontextprotocol/server-everything", "stdio"], cwd=str(NPM_PREFIX),
+                              env=env, stderr=lambda line: None, timeout=60) as client:
+            assert client.server_implementation is not None
+
+
+def test_uvx_shorthand_and_bad_shorthands() -> None:
+    from mcp_sync._connect import package_command
+
+    client = _client_for("uvx:mcp-server-fetch --ignore-robots-txt")  # not started: the command it would run
+    assert client.transport.target.startswith("uvx mcp-server-fetch --ignore-robots-txt")
+    client.close()
+    assert package_command(["NPX:pkg"]) == ["npx", "-y", "pkg"]
+    assert package_command(["npx", "pkg"]) == ["npx", "pkg"]  # the plain runner: as it is
+    for bad in ("npx:", "uvx:", "npx:-y"):
+        with pytest.raises(ValueError, match="name the package"):
+            _client_for(bad)

@@ -40,6 +40,8 @@ def test_langchain_tool_gives_an_mcp_error_as_the_models_text(client: mcp_sync.C
     (read,) = mcp_sync.llm.to_langchain_tools(client)
     assert json.loads(read.invoke({"path": "/a"})) == {"tool": "read", "args": {"path": "/a"}}
     assert read.invoke({"path": None}) == REFUSED  # a required null is the server's call: it refuses
+    message = read.invoke({"type": "tool_call", "id": "c1", "name": "read", "args": {"path": None}})
+    assert (message.status, message.content, message.artifact) == ("error", REFUSED, None)  # no result to keep
 
 
 def test_openai_agents_tool_gives_errors_as_text(client: mcp_sync.Client) -> None:

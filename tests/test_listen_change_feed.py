@@ -2,8 +2,9 @@
 
 A modern server tells of a changed tools list only on a listen acknowledged for
 ``toolsListChanged``; while none is open the client must list again each time. A listen for
-something else (resource updates) is no such promise. Against the SDK server (modern, stdio),
-with tests/servers/wire_tap.py recording what the client wrote.
+something else (prompts) is no such promise. Only a list without ``ttlMs`` is kept so
+(``ttlMs: 0`` is immediately stale, #31.10): against the fault server (modern, stdio), whose lists
+carry none, with its wire log; the SDK server's ``ttlMs: 0`` lists are listed every time.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+from wirekit import Peer
 
 import mcp_sync
 
@@ -33,17 +35,29 @@ def walk(client: mcp_sync.Client, times: int) -> None:
 
 
 def test_only_a_listen_acknowledged_for_tools_keeps_the_tools_list(tmp_path: Path, no_leaks: None) -> None:
-    """With only a resources listen open, every tools() lists again; with a tools listen open
-    beside it, the list is fetched once and kept; once that listen closes, listed again."""
+    """Without a listen every tools() lists again; with a tools listen open, the list (no ttlMs)
+    is fetched once and kept; once that listen closes, listed again. (That a listen for something
+    else keeps nothing is not shown here any more: the fault server offers no other listen, and
+    the SDK server, which does, sends ttlMs 0, which nothing keeps.)"""
+    peer = Peer(tmp_path, None, "--era", "modern")
+    with peer.client(timeout=30) as client:
+        assert client.list_tools().ttl_ms is None
+        lists = len(peer.requests("tools/list"))
+        walk(client, 2)
+        assert len(peer.requests("tools/list")) - lists == 2  # no listen: listed each time
+        with client.listen(tools_list_changed=True) as tools:
+            assert tools.acknowledged == {"toolsListChanged": True}
+            walk(client, 3)
+            assert len(peer.requests("tools/list")) - lists == 3  # listed once, then kept
+        walk(client, 1)
+        assert len(peer.requests("tools/list")) - lists == 4
+
+
+def test_a_ttl_0_list_is_listed_again_under_a_tools_listen(tmp_path: Path, no_leaks: None) -> None:
+    """The SDK server's lists say ``ttlMs: 0``: an open tools listen does not make them fresh."""
     log = tmp_path / "sent.jsonl"
     with mcp_sync.Client.stdio(PY, [TAP, str(log), PY, SDK_SERVER, "stdio"], mode="modern", timeout=30) as client:
-        with client.listen(resource_uris=["test://static"]) as resources:
-            assert resources.acknowledged == {"resourceSubscriptions": ["test://static"]}
-            walk(client, 2)
-            assert tools_lists(log) == 2  # a listen for resource updates says nothing about tools
-            with client.listen(tools_list_changed=True) as tools:
-                assert tools.acknowledged == {"toolsListChanged": True}
-                walk(client, 3)
-                assert tools_lists(log) == 3  # listed once, then kept
-            walk(client, 1)
-            assert tools_lists(log) == 4
+        with client.listen(tools_list_changed=True) as tools:
+            assert tools.acknowledged == {"toolsListChanged": True}
+            walk(client, 3)
+            assert tools_lists(log) == 3

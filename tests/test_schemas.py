@@ -116,9 +116,13 @@ def test_network_ref_is_never_fetched(listener: tuple[str, list[bytes]], caplog:
     url, seen = listener
     caplog.set_level(logging.DEBUG, logger="mcp_sync")
     with schema_client("--ref-url", url, validate_output="strict") as client:
-        assert client.call_tool("remote").structured_content == {"x": 1}  # passes: cannot be checked
+        with pytest.raises(mcp_sync.ProtocolError, match=r"'remote'.*cannot be resolved"):
+            client.call_tool("remote")  # rejected, never passed as if the $ref allowed anything
+    with schema_client("--ref-url", url) as client:
+        assert client.call_tool("remote").structured_content == {"x": 1}  # "warn": passed, and logged
     assert seen == []
-    assert any("'remote'" in r.getMessage() and "not checked" in r.getMessage() for r in caplog.records)
+    assert any("'remote'" in r.getMessage() and "not checked" in r.getMessage() and r.levelno == logging.WARNING
+               for r in caplog.records)
 
 
 def test_schema_comes_from_one_listing_and_validators_compile_once() -> None:

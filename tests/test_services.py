@@ -162,27 +162,29 @@ def test_cache_false_lists_every_time(sent: list[str]) -> None:
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
-def test_a_modern_server_keeps_its_lists_only_while_a_listen_for_them_is_open(
+def test_a_modern_list_with_ttl_0_is_fetched_again_even_while_a_listen_is_open(
     transport: str, sent: list[str], request: pytest.FixtureRequest
 ) -> None:
+    """The SDK's modern lists say ``ttlMs: 0``: "immediately stale" (caching.mdx), so every walk
+    lists again, with or without a listen for their changes (kept until changed is for lists
+    without a ttlMs: legacy servers')."""
     if transport == "stdio":
         client = mcp_sync.Client.stdio(PY, [SDK_SERVER, "stdio"], mode="modern", timeout=30)
     else:
         client = mcp_sync.Client.http(request.getfixturevalue("sdk_http_url"), mode="modern", timeout=30)
     with client:
         assert client.server_capabilities["tools"].get("listChanged") is True
+        assert client.list_tools().ttl_ms == 0
+        sent.clear()
         _walk(client)
         assert sent.count("tools/list") == 3  # no listen: nothing would tell us of a change
         with client.listen(tools_list_changed=True) as sub:
             _walk(client)
-            assert sent.count("tools/list") == 4
+            assert sent.count("tools/list") == 6  # a listen changes nothing: 0 is immediately stale
             name = f"fresh_{transport}_{time.monotonic_ns()}"
             client.call_tool("add_tool", {"name": name})
             assert sub.get(timeout=10)[0] == "notifications/tools/list_changed"
-            assert name in _walk(client)
-            assert sent.count("tools/list") == 5
-        _walk(client, 1)  # the listen closed: the kept list is not trusted any more
-        assert sent.count("tools/list") == 6
+            assert name in _walk(client, 1)
 
 
 def test_a_given_ttl_wins_over_keeping_until_changed() -> None:
@@ -193,6 +195,8 @@ def test_a_given_ttl_wins_over_keeping_until_changed() -> None:
     token = ("session", 1, 0)
     assert cache.put("tools/list", None, None, {"tools": []}, generation=cache.generation, hold=token)
     assert not cache.put("prompts/list", None, None, {"prompts": [], "ttlMs": 0}, generation=0)  # no token
+    for stale in (0, -5):  # "immediately stale" (a negative is read as 0): not kept, even under a token
+        assert not cache.put("prompts/list", None, None, {"prompts": [], "ttlMs": stale}, generation=0, hold=token)
     assert cache.put("resources/list", None, None, {"resources": [], "ttlMs": 1000}, generation=0, hold=token)
     now[0] += 3600
     assert cache.get("tools/list", None, None, token) == {"tools": []}  # kept: no expiry

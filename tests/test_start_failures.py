@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from clikit import run_cli
 
 import mcp_sync
 
-from conftest import PY, fault_args
+from conftest import PY, fault_args, refused_port
 
 
 def _exits_at_start(tmp_path: Path, stderr_line: str, code: int) -> tuple[list[str], Path]:
@@ -67,3 +68,56 @@ def test_the_servers_stderr_shown_on_the_terminal_is_escaped(capsys: pytest.Capt
     assert "boom" in shown and "done" in shown
     assert "\x1b" not in shown and "\x07" not in shown
     assert "\\x1b]52;c;ZXZpbA==\\x07" in shown
+
+
+def _npx_without_its_registry(tmp_path: Path, port: int) -> dict[str, str]:
+    """npx settings (package-index ones: the allow-list passes none) that send its registry fetch
+    to a refused port on this machine: a real npx failing to reach the network, fast (no retries)."""
+    return {"npm_config_registry": f"http://127.0.0.1:{port}/", "npm_config_fetch_retries": "0",
+            "npm_config_cache": str(tmp_path / "npm-cache"), "npm_config_update_notifier": "false"}
+
+
+NPX_PACKAGE = "@modelcontextprotocol/server-does-not-exist-31"
+
+
+def test_a_server_that_cannot_reach_the_network_gets_the_environment_hint(tmp_path: Path) -> None:
+    """npx fetching the server from its registry fails (ECONNREFUSED, "behind a proxy"): the error
+    says the server may have failed to reach the network and how to give it the environment."""
+    with refused_port() as port:
+        client = mcp_sync.Client.stdio("npx", ["-y", NPX_PACKAGE], env=_npx_without_its_registry(tmp_path, port),
+                                       stderr=lambda line: None, timeout=60)
+        with pytest.raises(mcp_sync.ConnectionClosed) as info:
+            client.connect()
+        client.close()
+    message = str(info.value)
+    assert "ECONNREFUSED" in info.value.stderr_tail
+    assert "may have failed to reach the network" in message and "npm_config_*" in message, message
+    assert "inherit_env=True in Python" in message
+
+
+def test_the_cli_names_its_own_options_in_the_hint(tmp_path: Path) -> None:
+    """The CLI's error for a server that fails at start names --env and --inherit-env, not the
+    Python arguments env={...} / inherit_env=True; --env reaches the server (here npx's registry)."""
+    missing = run_cli("tools", f"{PY} -c \"import sys; sys.exit('Error: GITHUB_TOKEN is required')\"")
+    assert missing.returncode == 1, missing.stderr
+    assert '(--env NAME=VALUE or --inherit-env, "env" in a --config entry)' in missing.stderr, missing.stderr
+    assert "inherit_env=" not in missing.stderr and "env={" not in missing.stderr
+    with refused_port() as port:
+        settings = [f"--env={name}={value}" for name, value in _npx_without_its_registry(tmp_path, port).items()]
+        offline = run_cli("tools", f"npx -y {NPX_PACKAGE}", *settings, timeout=60)
+    assert offline.returncode == 1 and f"127.0.0.1:{port}" in offline.stderr  # npx used the --env registry
+    assert "may have failed to reach the network" in offline.stderr and "--inherit-env" in offline.stderr
+
+
+def test_the_cli_passes_env_and_inherit_env_to_a_command_line_server() -> None:
+    server = f"{PY} {' '.join(fault_args('--era', 'modern'))}"
+    given = run_cli("call", server, "getenv", "name=MCP_SYNC_T31", "--env", "MCP_SYNC_T31=from-option")
+    assert (given.returncode, given.stdout.strip()) == (0, "from-option"), given.stderr
+    env = {"MCP_SYNC_T31": "from-shell"}
+    assert run_cli("call", server, "getenv", "name=MCP_SYNC_T31", env=env).stdout.strip() == "<unset>"
+    inherited = run_cli("call", server, "getenv", "name=MCP_SYNC_T31", "--inherit-env", env=env)
+    assert (inherited.returncode, inherited.stdout.strip()) == (0, "from-shell"), inherited.stderr
+    wrong = run_cli("call", server, "getenv", "name=X", "--env", "novalue")
+    assert wrong.returncode == 2 and "--env expects NAME=VALUE" in wrong.stderr
+    remote = run_cli("tools", "http://127.0.0.1:9/mcp", "--env", "A=1")
+    assert remote.returncode == 2 and "command-line server" in remote.stderr

@@ -81,6 +81,60 @@ def test_legacy_task_against_everything(everything_js: Path) -> None:
         assert any(t.task_id == task.task_id for t in client.list_tasks())
 
 
+def test_wait_timeout_bounds_each_poll_and_leaves_the_task_running() -> None:
+    """Task.wait(timeout=) bounds the whole wait, a slow tasks/get included (here every answer
+    takes 2 s: the wait gives up on the poll, not waiting for its answer); on timeout the task
+    is left running on the server, and waiting again or cancelling it works. (A poll gets at least
+    1 s: a wait ends at most about two seconds late.)"""
+    with mcp_sync.Client.stdio(PY, fault_args("--era", "modern", "--behaviour", "slow-all", "--delay", "2"),
+                               timeout=30) as client:
+        task = client.call_tool_as_task("task_job", {"plan": "forever"})
+        started = time.monotonic()
+        with pytest.raises(mcp_sync.RequestTimeout, match="keeps running on the server") as caught:
+            task.wait(timeout=0.5)
+        assert time.monotonic() - started < 3  # its poll gave up after 1 s (before: two 2 s polls, 4 s)
+        assert "cancel_task" in str(caught.value) and task.status == "working" and not task.done
+        assert client.get_task(task).status == "working"  # nothing cancelled it
+        client.cancel_task(task)
+        with pytest.raises(mcp_sync.Cancelled):
+            task.wait(timeout=10)
+
+
+def test_wait_timeout_on_a_legacy_task_leaves_it_running(everything_js: Path) -> None:
+    """server-everything's research task takes seconds: a short wait times out, says what became of
+    the task, and the same Task object then waits to its result."""
+    with mcp_sync.Client.stdio("node", [str(everything_js), "stdio"], mode="legacy", timeout=30) as client:
+        task = client.call_tool_as_task("simulate-research-query", {"topic": "eels"}, ttl=60_000)
+        with pytest.raises(mcp_sync.RequestTimeout, match=r"still working .*keeps running on the server"):
+            task.wait(timeout=0.2)
+        assert task.status == "working" and client.get_task(task).status in ("working", "completed")
+        assert "Research Report: eels" in task.wait(timeout=30).text
+
+
+def test_legacy_list_tasks_walks_every_page(everything_js: Path) -> None:
+    """tasks/list is paginated (2025-11-25 tasks: "This operation supports pagination"); server-everything
+    answers 10 tasks a page, so 12 tasks take two pages and list_tasks returns all 12."""
+    with mcp_sync.Client.stdio("node", [str(everything_js), "stdio"], mode="legacy", timeout=30) as client:
+        started = [client.call_tool_as_task("simulate-research-query", {"topic": f"t{i}"}, ttl=60_000)
+                   for i in range(12)]
+        listed = client.list_tasks()
+        assert sorted(t.task_id for t in listed) == sorted(t.task_id for t in started)
+        assert all(t.era == "legacy" and t.status for t in listed)
+
+
+def test_legacy_list_tasks_stops_at_a_repeated_cursor(tmp_path: Path) -> None:
+    from wirekit import Peer
+
+    def page(task_id: str, cursor: str) -> dict:
+        return {"result": {"tasks": [{"taskId": task_id, "status": "working", "createdAt": "2026-01-01T00:00:00Z",
+                                      "ttl": 60000}], "nextCursor": cursor}}
+
+    peer = Peer(tmp_path, {"tasks/list": [page("a", "c1"), page("b", "c2"), page("c", "c1")]}, "--era", "legacy")
+    with peer.client() as client, pytest.raises(mcp_sync.PaginationLimitError, match="repeated cursor 'c1'"):
+        client.list_tasks()
+    assert [m.get("params", {}).get("cursor") for m in peer.requests("tasks/list")] == [None, "c1", "c2"]
+
+
 def test_client_hosted_tasks_against_everything(everything_js: Path, no_leaks: None) -> None:
     """LG12 the other way round: with host_tasks=True server-everything's -async tools send
     task-augmented sampling/elicitation requests; the client answers with a task handle, runs

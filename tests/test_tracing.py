@@ -122,3 +122,29 @@ def test_an_ipv6_server_is_traced_with_its_address_and_port(otel) -> None:  # no
     spans = [span for span in exporter.get_finished_spans() if span.attributes.get("server.port") == port]
     assert spans, "no span names the server's port"
     assert spans[-1].attributes.get("server.address") == "::1"
+
+
+@pytest.mark.parametrize("server", ["sdk", "everything"])
+def test_legacy_http_spans_carry_the_mcp_session_id(otel, server: str, request: pytest.FixtureRequest) -> None:  # noqa: F811
+    """OpenTelemetry's MCP conventions: ``mcp.session.id`` on the spans of a legacy Streamable HTTP
+    session (the server's Mcp-Session-Id), never in the duration measurement (one series per session
+    would be unbounded); a modern (stateless) HTTP client's spans have none."""
+    exporter, reader = otel
+    url = request.getfixturevalue("sdk_http_url" if server == "sdk" else "everything_http_url")
+    exporter.clear()
+    with mcp_sync.Client.http(url, mode="legacy", timeout=30) as client:
+        assert client.call_tool("echo", {"text" if server == "sdk" else "message": "x"}).text
+        transport = client.transport
+        session_id = transport.session_id
+        assert isinstance(session_id, str) and session_id
+    (span,) = _spans(exporter, "tools/call echo")
+    assert span.attributes["mcp.session.id"] == session_id
+    assert all("mcp.session.id" not in point.attributes
+               for metric in reader.get_metrics_data().resource_metrics[0].scope_metrics[0].metrics
+               for point in metric.data.data_points)
+    if server == "sdk":
+        exporter.clear()
+        with mcp_sync.Client.http(url, mode="modern", timeout=30) as modern:
+            modern.call_tool("echo", {"text": "y"})
+        (span,) = _spans(exporter, "tools/call echo")
+        assert "mcp.session.id" not in span.attributes

@@ -17,9 +17,11 @@ Rules (checklist 1.10):
   reader thread, before any subscriber sees the notification.
 * C7: pages are separate entries; :meth:`ResultCache.invalidate` drops all the
   pages of one list when a cursor turns out to be invalid.
-* Kept until changed (#19.2): a list result whose ``ttlMs`` is absent (legacy)
-  or 0 (modern servers must send one) is kept, with no expiry, when the caller
-  passes a *hold* token: the session gives one while the server declares
+* Kept until changed (#19.2): a list result without ``ttlMs`` (legacy servers;
+  the spec's "rely on their own caching heuristics or notifications") is kept,
+  with no expiry, when the caller passes a *hold* token. A ``ttlMs`` of 0 (or
+  negative, read as 0) is the server saying the result is immediately stale: it
+  is never kept, listen or not. The token: the session gives one while the server declares
   ``listChanged`` for that list and its change notifications reach the client
   (see ``Session.hold_token``). The entry is served only while the same token
   is current: when the notification stream drops or is re-opened
@@ -169,16 +171,16 @@ class ResultCache:
         Not stored: a method outside C1, a retry (C2), an input_required result
         (C1), a ttlMs that allows no reuse (C3), or a generation that an
         invalidation has overtaken (C6). ``hold`` (a token, taken *before* the
-        request was sent): a list result whose ``ttlMs`` is absent or 0 is kept
-        until a change notification, for as long as :meth:`get` is given the
-        same token; a positive ``ttlMs`` bounds it as usual.
+        request was sent): a list result without ``ttlMs`` is kept until a change
+        notification, for as long as :meth:`get` is given the same token; a
+        positive ``ttlMs`` bounds it as usual, and 0 (immediately stale) keeps nothing.
         """
         if method not in CACHEABLE_METHODS or is_retry(params):
             return False
         if result.get("resultType", "complete") != "complete":
             return False
         ttl = freshness_ms(result)
-        held = ttl == 0 and hold is not None and method in HOLDABLE_METHODS
+        held = result.get("ttlMs") is None and hold is not None and method in HOLDABLE_METHODS
         expires = float("inf") if held else self._clock() + ttl / 1000.0
         if ttl == 0 and not held:
             if self.list_ttl is None or method not in HOLDABLE_METHODS or "ttlMs" in result:

@@ -246,6 +246,7 @@ class Session:
             return tracing.request(
                 method, params, options, protocol_version=negotiated.protocol_version if negotiated else None,
                 target=self.connection.target, send=lambda with_trace: self.send(method, params, with_trace, True),
+                session_id=self.http_session_id,
             )
         if options.credential is not None:
             self.check_request_headers(method)
@@ -312,6 +313,12 @@ class Session:
         result = self.send(method, params, options)
         store.put(method, params, auth, result, generation=generation, hold=hold)
         return result
+
+    def http_session_id(self) -> str | None:
+        """The legacy Streamable HTTP session's ``Mcp-Session-Id`` now, or None (stdio, modern HTTP)."""
+        engine = self.connection.res.engine
+        session_id = declared(engine.transport).session_id if engine is not None else None
+        return session_id if isinstance(session_id, str) else None
 
     def hold_token(self, method: str, negotiated: Negotiated) -> Any:
         """#19.2: a token while ``method``'s list may be kept until it changes, else None.

@@ -21,7 +21,14 @@ import attrs
 
 from .._options import DEFAULT, CallOptions
 from .._values import check_timeout
-from ..exceptions import Cancelled, CapabilityError, ProtocolError, RequestTimeout, server_error_from
+from ..exceptions import (
+    Cancelled,
+    CapabilityError,
+    PaginationLimitError,
+    ProtocolError,
+    RequestTimeout,
+    server_error_from,
+)
 from ..models import CallToolResult, _opt_int, _opt_str, _required_str, ttl_ms
 from .input_required import answer, complete
 from .session import TASKS_EXTENSION, Session
@@ -29,6 +36,7 @@ from .session import TASKS_EXTENSION, Session
 TERMINAL = ("completed", "failed", "cancelled")
 DEFAULT_POLL_INTERVAL = 1.0  # seconds, when the server suggests none
 MAX_POLL_INTERVAL = 30.0  # a server's suggestion is capped so a wait stays responsive
+_MIN_POLL = 1.0  # seconds a tasks/get of a wait may take even when less of the wait is left
 
 
 @attrs.define(eq=False)
@@ -97,11 +105,23 @@ class Task:
 
         ``poll_interval`` overrides the server's suggestion (seconds). A task
         asking for input is answered with the client's handlers. Raises
-        ServerError for a failed task, Cancelled for a cancelled one and
-        RequestTimeout after ``timeout`` seconds (the task keeps running on the
-        server: cancel it with ``client.cancel_task(task)`` if it should stop).
+        ServerError for a failed task and Cancelled for a cancelled one.
 
-        Example: ``result = task.wait(timeout=600); print(result.text)``
+        ``timeout`` bounds the whole wait, a server slow to answer ``tasks/get``
+        included: each poll waits for what is left of it, but at least a second (so
+        a poll at the deadline still gets an answer), and never longer than the
+        client's own timeout; a wait ends at most about two seconds late. When it runs out,
+        RequestTimeout is raised and **the task is left as it is**: it keeps running
+        on the server (nothing cancels it), this ``Task`` keeps its last known status,
+        and ``wait()`` may be called again to keep waiting. To stop it, call
+        ``client.cancel_task(task)``.
+
+        Example::
+
+            try:
+                result = task.wait(timeout=600)
+            except mcp_sync.RequestTimeout:
+                client.cancel_task(task)   # or task.wait() again later
         """
         session = self._session
         if session is None:
@@ -109,26 +129,33 @@ class Task:
         poll_interval = check_timeout(poll_interval, "poll_interval", allow_default=False)
         timeout = check_timeout(timeout, allow_default=False)
         deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            if not self.done:
-                self._refresh(get(session, self))
-            if self.status == "input_required":
-                if self.era == "legacy":  # LG12: tasks/result blocks and carries the input requests
-                    return result(session, self, _remaining(deadline))
-                self._answer_input(session)
-            if self.done:
-                return self._final(session, deadline)
-            interval = poll_interval if poll_interval is not None else (self.poll_interval_ms or 0) / 1000
-            interval = min(interval or DEFAULT_POLL_INTERVAL, MAX_POLL_INTERVAL)
-            remaining = _remaining(deadline)
-            if remaining is not None and remaining <= interval:
-                if remaining > 0:
-                    time.sleep(remaining)
-                self._refresh(get(session, self))
+        try:
+            while True:
                 if not self.done:
-                    raise RequestTimeout(f"task {self.task_id} still {self.status} after {timeout} s")
-                continue
-            time.sleep(interval)
+                    self._refresh(get(session, self, _within(session, deadline)))
+                if self.status == "input_required":
+                    if self.era == "legacy":  # LG12: tasks/result blocks and carries the input requests
+                        return result(session, self, _remaining(deadline))
+                    self._answer_input(session)
+                if self.done:
+                    return self._final(session, deadline)
+                interval = poll_interval if poll_interval is not None else (self.poll_interval_ms or 0) / 1000
+                interval = min(interval or DEFAULT_POLL_INTERVAL, MAX_POLL_INTERVAL)
+                remaining = _remaining(deadline)
+                if remaining is not None and remaining <= interval:
+                    if remaining > 0:
+                        time.sleep(remaining)
+                    self._refresh(get(session, self, _within(session, deadline)))
+                    if not self.done:
+                        raise RequestTimeout("")
+                    continue
+                time.sleep(interval)
+        except RequestTimeout as exc:
+            why = f" ({exc.method} got no answer in time)" if exc.message else ""
+            raise RequestTimeout(
+                f"task {self.task_id} still {self.status} after {timeout} s{why}; it keeps running on the server: "
+                "wait() again to keep waiting, or client.cancel_task(task) to stop it", method="tasks/get",
+            ) from None
 
     def _answer_input(self, session: Session) -> None:
         requests = self.raw.get("inputRequests")
@@ -153,6 +180,15 @@ class Task:
 
 def _remaining(deadline: float | None) -> float | None:
     return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+def _within(session: Session, deadline: float | None) -> CallOptions:
+    """A poll's options: what is left of the wait, but at least ``_MIN_POLL`` (a poll at the deadline
+    still gets its answer from a server that answers), and never more than the client's timeout."""
+    left = _remaining(deadline)
+    if left is None or (session.timeout is not None and session.timeout <= max(left, _MIN_POLL)):
+        return DEFAULT
+    return CallOptions(timeout=max(left, _MIN_POLL))
 
 
 
@@ -209,9 +245,11 @@ def offers_tasks(session: Session) -> bool:
     return False  # pragma: no cover - not reached: the second pass returns (kept for the type checker)
 
 
-def request(session: Session, method: str, task: Task, **params: Any) -> dict[str, Any]:
+def request(session: Session, method: str, task: Task, options: CallOptions = DEFAULT, **params: Any
+            ) -> dict[str, Any]:
     """One ``tasks/*`` request about ``task`` (modern ones declare the extension)."""
-    options = DEFAULT if task.era != "modern" else CallOptions(extensions={TASKS_EXTENSION: {}})
+    if task.era == "modern":
+        options = attrs.evolve(options, extensions={TASKS_EXTENSION: {}})
     return session.send(method, {"taskId": task.task_id, **params}, options)
 
 
@@ -224,10 +262,10 @@ def handle(session: Session, task: Task | str) -> Task:
     return Task(task_id=task, status="working", era=session.connected().era, session=session)
 
 
-def get(session: Session, task: Task | str) -> Task:
+def get(session: Session, task: Task | str, options: CallOptions = DEFAULT) -> Task:
     """``tasks/get``: the task's current state, as a new Task."""
     task = handle(session, task)
-    return Task.from_wire(request(session, "tasks/get", task), task.era, session)
+    return Task.from_wire(request(session, "tasks/get", task, options), task.era, session)
 
 
 def result(session: Session, task: Task, timeout: float | None) -> CallToolResult:
@@ -237,7 +275,19 @@ def result(session: Session, task: Task, timeout: float | None) -> CallToolResul
 
 
 def list_all(session: Session) -> list[Task]:
-    """Legacy ``tasks/list``."""
-    raw = session.send("tasks/list")
-    tasks: list[Any] = raw["tasks"] if isinstance(raw.get("tasks"), list) else []
-    return [Task.from_wire(t, "legacy", session) for t in tasks if isinstance(t, dict)]
+    """Legacy ``tasks/list``, every page: followed by ``nextCursor`` up to the session's
+    ``max_pages``; a repeated cursor or more pages raise :class:`PaginationLimitError`."""
+    found: list[Task] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(session.max_pages):
+        raw = session.send("tasks/list", {"cursor": cursor} if cursor is not None else None)
+        tasks: list[Any] = raw["tasks"] if isinstance(raw.get("tasks"), list) else []
+        found.extend(Task.from_wire(t, "legacy", session) for t in tasks if isinstance(t, dict))
+        cursor = raw.get("nextCursor")
+        if not isinstance(cursor, str):  # "" is a cursor (G1)
+            return found
+        if cursor in seen:
+            raise PaginationLimitError(f"tasks/list: the server repeated cursor {cursor!r}", method="tasks/list")
+        seen.add(cursor)
+    raise PaginationLimitError(f"tasks/list: more than max_pages={session.max_pages} pages", method="tasks/list")

@@ -7,7 +7,8 @@ name when there is one), kind CLIENT; attributes ``mcp.method.name``,
 ``gen_ai.tool.name`` and ``gen_ai.operation.name`` (``execute_tool``) for
 ``tools/call``, ``gen_ai.prompt.name``, ``network.transport`` (``pipe`` for
 stdio, ``tcp`` for HTTP), ``network.protocol.name``, ``server.address``,
-``server.port``. A request that fails sets the span's status to ERROR and
+``server.port``, and ``mcp.session.id`` on legacy Streamable HTTP (the
+``Mcp-Session-Id``; modern HTTP and stdio have no session id). A request that fails sets the span's status to ERROR and
 ``error.type`` (the JSON-RPC error code for a server's error, also in
 ``rpc.response.status_code``; else the exception's class; ``tool_error`` for a
 tool result with ``isError``). W3C trace context (``traceparent``,
@@ -21,7 +22,7 @@ message and stack trace). In characters (code points):
 
 * names, :data:`MAX_NAME_LENGTH` (256): ``mcp.method.name``, ``gen_ai.tool.name``,
   ``gen_ai.prompt.name``, ``error.type``, ``rpc.response.status_code``, ``server.address``,
-  ``mcp.protocol.version``, ``jsonrpc.request.id``, ``exception.type``; the span name is
+  ``mcp.protocol.version``, ``jsonrpc.request.id``, ``mcp.session.id``, ``exception.type``; the span name is
   ``{method} {name}`` of these, so at most 513;
 * any other string attribute, :data:`MAX_ATTRIBUTE_LENGTH` (1024): ``mcp.resource.uri``;
 * the status description and ``exception.message``, :data:`MAX_MESSAGE_LENGTH` (1024);
@@ -117,9 +118,12 @@ class Tracing:
         protocol_version: str | None,
         target: str,
         send: Callable[[CallOptions], dict[str, Any]],
+        session_id: Callable[[], str | None] = lambda: None,
     ) -> dict[str, Any]:
         """``send(options)`` inside a client span, and timed. Only once :meth:`active` said yes
-        (the session asks it first: with the API alone, a request costs nothing)."""
+        (the session asks it first: with the API alone, a request costs nothing). ``session_id``
+        gives the transport's session id after the request (``mcp.session.id``; on the span only,
+        not in the measurement: one value per session would multiply its series)."""
         trace, propagate, tracer, histogram, _ = self._otel  # loaded, and an SDK is set up: active() said so
         attributes = _attributes(method, params, protocol_version, target)
         name_key = _NAME_FIELDS.get(method)
@@ -169,6 +173,9 @@ class Tracing:
             finally:
                 if ids:
                     span.set_attribute("jsonrpc.request.id", bounded(str(ids[-1]), MAX_NAME_LENGTH))
+                current_session = session_id()
+                if current_session is not None:
+                    span.set_attribute("mcp.session.id", bounded(current_session, MAX_NAME_LENGTH))
                 measured = {key: value for key, value in attributes.items() if key != "mcp.resource.uri"}
                 if error_type is not None:
                     measured["error.type"] = error_type

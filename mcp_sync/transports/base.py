@@ -87,6 +87,11 @@ class _NoSink:
 NO_SINK: MessageSink = _NoSink()
 
 
+#: How to give a stdio server more of the environment, in Python's words, as its start errors say
+#: (the CLI puts its own options in their place).
+ENV_OPTIONS = '(env={...} or inherit_env=True in Python, "env" in a config entry)'
+
+
 class Transport(Protocol):
     """The methods the engine needs from a transport.
 
@@ -161,6 +166,12 @@ class BaseTransport:
     @property
     def pid(self) -> int | None:
         """The server's process id while it runs (stdio); None otherwise."""
+        return None
+
+    @property
+    def session_id(self) -> str | None:
+        """The session id the server assigned (legacy Streamable HTTP's ``Mcp-Session-Id``); None
+        where there is none. Traced requests carry it as ``mcp.session.id``."""
         return None
 
     def send_inline(

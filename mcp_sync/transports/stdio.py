@@ -41,7 +41,7 @@ from ._pipes import (
     unread_bytes,
     write_until,
 )
-from .base import NO_SINK, BaseTransport, MessageSink, command_target, encode_message
+from .base import ENV_OPTIONS, NO_SINK, BaseTransport, MessageSink, command_target, encode_message
 
 log = logging.getLogger("mcp_sync.stdio")
 
@@ -98,15 +98,25 @@ _STDERR_LINE_BYTES = 4096  # a longer stderr line is cut: a server without newli
 _DIAGNOSTIC_LINES = 5  # how many non-JSON-RPC stdout lines, and stderr lines, an error quotes
 _DIAGNOSTIC_CHARS = 200
 _ID_SCAN_BYTES = 1 << 20  # how much of an oversized line is searched for its top-level id
-_ENV_HINT = (
-    "it sees only an allow-listed environment: give it the variables it needs "
-    '(env={...} or inherit_env=True in Python, "env" in a config entry)'
+_ENV_HINT = f"it sees only an allow-listed environment: give it the variables it needs {ENV_OPTIONS}"
+_NETWORK_HINT = (
+    "it may have failed to reach the network: it sees only an allow-listed environment, which passes "
+    "proxy and CA-certificate variables but not package-index settings (npm_config_*, PIP_*, UV_*): "
+    f"give it the variables it needs {ENV_OPTIONS}"
 )
 #: Words in a server's last stderr lines that say it missed a setting (compared lower-cased,
 #: as plain substrings: linear in the text). Only then is the environment hint given.
 _MISSING_SETTING = (
     "environment", "env var", "not set", "is required", "are required", "missing", "api key", "api_key",
     "apikey", "token", "credential", "keyerror", "undefined variable",
+)
+#: Words that say it could not reach the network (a registry fetch of npx or uvx, most often),
+#: which an allow-listed environment may cause (a package index's settings are not passed).
+_NETWORK_TROUBLE = (
+    "enotfound", "econnrefused", "econnreset", "etimedout", "eai_again", "getaddrinfo", "proxy",
+    "name or service not known", "temporary failure in name resolution", "could not resolve host",
+    "failed to resolve", "network is unreachable", "connection refused", "unable to get local issuer",
+    "certificate verify failed", "self signed certificate", "self-signed certificate",
 )
 
 
@@ -563,7 +573,11 @@ class StdioTransport(BaseTransport):
                 message += " before answering anything"
                 # The hint only where it may help: the server said it misses a setting, or said nothing.
                 lowered = tail[-4000:].lower()
-                if not self.inherit_env and (not tail.strip() or any(word in lowered for word in _MISSING_SETTING)):
+                if self.inherit_env:
+                    pass
+                elif any(word in lowered for word in _NETWORK_TROUBLE):
+                    message += f" ({_NETWORK_HINT})"
+                elif not tail.strip() or any(word in lowered for word in _MISSING_SETTING):
                     message += f" ({_ENV_HINT})"
             diagnostics = self.diagnostics()  # the engine adds it only where it is missing
             if diagnostics:
