@@ -47,15 +47,16 @@ TOOL_COUNT = 13 + 1
 CELL_TIMEOUT = 60  # seconds for any one cell (the long-running call takes 2)
 
 
-def _server_command(hostile: bool = True) -> str:
+def _server_command() -> str:
     """server-everything on stdio (installed by the tests), with the hostile tool added."""
     js = EVERYTHING_JS if EVERYTHING_JS.exists() else _install_everything()
-    proxy = [sys.executable, str(SERVERS / "add_tool_proxy.py"), json.dumps(HOSTILE_TOOL)] if hostile else []
-    return shlex.join([*proxy, "node", str(js), "stdio"])
+    return shlex.join([sys.executable, str(SERVERS / "add_tool_proxy.py"), json.dumps(HOSTILE_TOOL),
+                       "node", str(js), "stdio"])
 
 
-def _execute(notebook: Any, where: Path, hostile: bool = True) -> Any:
-    """``notebook`` run top to bottom in a fresh kernel (a copy; a failing cell raises)."""
+def _execute(notebook: Any, where: Path, server: str | None, timeout: int = CELL_TIMEOUT) -> Any:
+    """A copy of ``notebook`` run top to bottom in a fresh kernel, its server ``server`` (a command
+    line; None: the notebook's own, npx), errors kept as outputs."""
     nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (the test extra has it)")
     nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (the test extra has it)")
     pytest.importorskip("ipykernel", reason="ipykernel is not installed (the test extra has it)")
@@ -63,9 +64,10 @@ def _execute(notebook: Any, where: Path, hostile: bool = True) -> Any:
     # first, a cell saying which python and which mcp_sync the kernel runs (removed again below)
     notebook.cells.insert(0, nbformat.v4.new_code_cell(
         "import json, sys, mcp_sync\nprint(json.dumps([sys.executable, mcp_sync.__file__]))"))
-    env = {**os.environ, "MCP_SYNC_NOTEBOOK_SERVER": _server_command(hostile),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    client = nbclient.NotebookClient(notebook, timeout=CELL_TIMEOUT, kernel_name="python3", allow_errors=True,
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    if server is not None:
+        env["MCP_SYNC_NOTEBOOK_SERVER"] = server
+    client = nbclient.NotebookClient(notebook, timeout=timeout, kernel_name="python3", allow_errors=True,
                                      resources={"metadata": {"path": str(where)}})
     client.execute(env=env)
     where_run = json.loads("".join(out.get("text", "") for out in notebook.cells.pop(0).outputs))
@@ -77,7 +79,7 @@ def _execute(notebook: Any, where: Path, hostile: bool = True) -> Any:
 def executed() -> Iterator[Any]:
     nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (the test extra has it)")
     with tempfile.TemporaryDirectory(prefix="mcp-sync-notebook-") as where:
-        yield _execute(nbformat.read(str(NOTEBOOK), as_version=4), Path(where))
+        yield _execute(nbformat.read(str(NOTEBOOK), as_version=4), Path(where), _server_command())
 
 
 def _code_cells(notebook: Any) -> list[Any]:
@@ -120,7 +122,7 @@ def test_every_cell_runs_and_each_result_is_shown_as_html(executed: Any) -> None
 
 
 def test_the_tools_table_has_a_row_per_tool(executed: Any) -> None:
-    shown = _html(_cell(executed, "tools()"))
+    shown = _html(_cell(executed, "tools().show()"))
     tables = re.findall(r'<table class="mcp-sync-tools"[^>]*>(.*?)</table>', shown, re.S)
     assert len(tables) == 1, shown[:2000]
     body = tables[0]
@@ -132,7 +134,7 @@ def test_the_tools_table_has_a_row_per_tool(executed: Any) -> None:
 def test_a_hostile_description_arrives_escaped(executed: Any) -> None:
     """The description's tags are text in every HTML output, never markup: no <script>, no
     <img onerror> from the server anywhere; the escaped text is in the table."""
-    shown = _html(_cell(executed, "tools()"))
+    shown = _html(_cell(executed, "tools().show()"))
     assert html.escape(HOSTILE_TEXT, quote=False)[:40] in shown.replace("&#x27;", "'").replace("&quot;", '"')
     for cell in _code_cells(executed):
         for bundle in _displays(cell):
@@ -235,18 +237,21 @@ def test_the_html_page_shows_the_table_and_the_image_in_chromium(executed: Any, 
 
 
 def main(argv: list[str]) -> int:
-    """``python tests/test_example_notebook.py OUT.png``: run the notebook, screenshot its HTML."""
+    """``python tests/test_example_notebook.py OUT.png [HEIGHT]``: run the notebook as a reader
+    would, screenshot its HTML page (1100 pixels wide, HEIGHT high: 1400)."""
     import nbformat
 
     binary = chromium()
-    if len(argv) != 1 or binary is None:
-        print("usage: python tests/test_example_notebook.py OUT.png   (needs chromium)", file=sys.stderr)
+    if len(argv) not in (1, 2) or binary is None:
+        print("usage: python tests/test_example_notebook.py OUT.png [HEIGHT]   (needs chromium)", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="mcp-sync-notebook-") as where:
-        notebook = _execute(nbformat.read(str(NOTEBOOK), as_version=4), Path(where), hostile=False)
+        # the notebook as a reader runs it: its own server (npx; the first run downloads it)
+        notebook = _execute(nbformat.read(str(NOTEBOOK), as_version=4), Path(where), None, timeout=300)
         page = Path(where) / "notebook.html"
         page.write_text(to_html(notebook), encoding="utf-8")
-        run_chromium(binary, page, f"--screenshot={Path(argv[0]).resolve()}", "--window-size=1100,1400")
+        height = int(argv[1]) if len(argv) == 2 else 1400
+        run_chromium(binary, page, f"--screenshot={Path(argv[0]).resolve()}", f"--window-size=1100,{height}")
     return 0
 
 
