@@ -338,38 +338,16 @@ def _result_cleaner(args: argparse.Namespace, out: TextIO) -> Callable[[str], st
     return escape
 
 
+def _bar_wanted() -> bool:
+    """A progress bar on stderr for a call that may take long: on a terminal, never when piped."""
+    return _isatty(sys.stderr)
+
+
 def _isatty(stream: TextIO) -> bool:
     try:
         return stream.isatty()
     except (AttributeError, ValueError):  # a closed or odd stream
         return False
-
-
-class Progress:
-    """One live progress line on stderr (rewritten in place on a terminal, one line each otherwise)."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-        self._live = _isatty(stream)
-        self._shown = False
-        self._lock = threading.Lock()
-
-    def __call__(self, progress: float, total: float | None, message: str | None) -> None:
-        amount = f"{progress:g}/{total:g}" if total else f"{progress:g}"
-        line = f"progress {amount}" + (f": {escape(message, one_line=True)}" if message else "")
-        with self._lock:
-            if self._live:
-                self._stream.write("\r\x1b[K" + line[: _width() - 1])
-            else:
-                self._stream.write(line + "\n")
-            self._stream.flush()
-            self._shown = True
-
-    def done(self) -> None:
-        with self._lock:
-            if self._live and self._shown:
-                self._stream.write("\r\x1b[K")
-                self._stream.flush()
 
 
 # -- commands -----------------------------------------------------------------------------
@@ -419,14 +397,15 @@ def run_command(client: Client, args: argparse.Namespace, words: list[str], canc
                 *([("instructions", client.instructions)] if client.instructions else []),
             ], out)
     elif args.command == "read":
-        result = client.read_resource(words[0], cancel=cancel)
+        result = client.read_resource(words[0], cancel=cancel, progress=_bar_wanted())
         if args.json:
             _dump(result.raw, out)
         else:
             print_resource_contents(result.contents, saver, out, clean)
     elif args.command == "prompt":
         # prompt arguments are strings: each value as typed ('"quoted"' keeps its quotes)
-        rendered = client.get_prompt(words[0], parse_pairs(words[1:], raw=True), cancel=cancel)
+        rendered = client.get_prompt(words[0], parse_pairs(words[1:], raw=True), cancel=cancel,
+                                     progress=_bar_wanted())
         if args.json:
             _dump(rendered.raw, out)
         else:
@@ -518,19 +497,16 @@ def _call(client: Client, args: argparse.Namespace, words: list[str], cancel: Ca
             raise UsageError("--json-args must be a JSON object")
         arguments.update(loaded)
     arguments.update(parse_pairs(words[1:], tool.input_schema if tool is not None else None))
-    progress = Progress(sys.stderr)
     try:
         # a listed tool: the arguments are checked against its inputSchema before anything is
         # sent (InvalidArguments names the mismatch); an unlisted name is still tried (a server
         # may take tools it does not list), and its error gets a suggestion
-        result: CallToolResult = client.call_tool(tool if tool is not None else name, arguments, progress=progress,
-                                                  cancel=cancel, validate=tool is not None)
+        result: CallToolResult = client.call_tool(tool if tool is not None else name, arguments, cancel=cancel,
+                                                  progress=_bar_wanted(), validate=tool is not None)
     except MCPError as exc:
         if tool is None:
             exc.cli_hint = did_you_mean(name, [t.name for t in tools])  # type: ignore[attr-defined]
         raise
-    finally:
-        progress.done()
     if args.json:
         _dump(result.raw, sys.stdout)
     else:

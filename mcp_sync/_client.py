@@ -30,6 +30,7 @@ from ._options import (
     check_mode,
     check_request_headers,
 )
+from ._progress import shows_progress
 from ._protocol import input_required
 from ._protocol.bound import BoundSession
 from ._protocol.connection import ClientState
@@ -447,6 +448,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
     # anything is sent (TypeError/ValueError naming the parameter), so a server never
     # sees NaN, a lone surrogate or a list where an object belongs.
 
+    @shows_progress()
     def call_tool(
         self,
         name: str | Tool,
@@ -454,7 +456,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         *,
         validate: bool | None = None,
         timeout: Timeout = USE_CLIENT_DEFAULT,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         cancel: CancellationToken | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
@@ -532,13 +534,14 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
             return build_result(output_type, result.structured_content, result.data, what=what, seconds=bound)
         return result  # type: ignore[return-value]  # ResultT is CallToolResult here
 
+    @shows_progress()
     def read_resource(
         self,
         uri: str,
         *,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         cache: str | None = None,
@@ -572,6 +575,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
             raise
         return ReadResourceResult.from_wire(raw)
 
+    @shows_progress()
     def get_prompt(
         self,
         name: str,
@@ -579,7 +583,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         *,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         input_responses: Mapping[str, Any] | None = None,
@@ -600,6 +604,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         self._session.require("prompts", "prompts/get", options)
         return GetPromptResult.from_wire(input_required.complete(self._session, "prompts/get", params, options))
 
+    @shows_progress()
     def complete(
         self,
         ref: Mapping[str, Any] | Prompt | ResourceTemplate,
@@ -608,7 +613,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         *,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
@@ -678,6 +683,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
             raise ValueError(f"level must be one of {list(LOG_LEVELS)}, not {level!r:.40}")
         self._session.set_log_level(level)
 
+    @shows_progress()
     def request(
         self,
         method: str,
@@ -685,7 +691,7 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         *,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,

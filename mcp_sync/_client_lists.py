@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Mapping
 
 from ._options import ProgressCallback, call_options
+from ._progress import shows_progress
 from ._protocol import paging
 from ._protocol.session import Session
 from ._sentinels import USE_CLIENT_DEFAULT
@@ -23,6 +24,7 @@ class ListingMethods:
 
     _session: Session
 
+    @shows_progress()
     def list_tools(
         self,
         cursor: str | None = None,
@@ -30,7 +32,7 @@ class ListingMethods:
         cache: str | None = None,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
@@ -47,13 +49,14 @@ class ListingMethods:
         )
         return paging.page(self._session, "tools", cursor, options)
 
+    @shows_progress(lazy=True)
     def tools(
         self,
         *,
         cache: str | None = None,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
@@ -70,6 +73,7 @@ class ListingMethods:
         )
         return paging.walk(self._session, "tools", options)
 
+    @shows_progress()
     def list_resources(
         self,
         cursor: str | None = None,
@@ -77,7 +81,7 @@ class ListingMethods:
         cache: str | None = None,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
@@ -94,13 +98,14 @@ class ListingMethods:
         )
         return paging.page(self._session, "resources", cursor, options)
 
+    @shows_progress(lazy=True)
     def resources(
         self,
         *,
         cache: str | None = None,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
@@ -117,6 +122,7 @@ class ListingMethods:
         )
         return paging.walk(self._session, "resources", options)
 
+    @shows_progress()
     def list_resource_templates(
         self,
         cursor: str | None = None,
@@ -124,7 +130,7 @@ class ListingMethods:
         cache: str | None = None,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
@@ -141,13 +147,14 @@ class ListingMethods:
         )
         return paging.page(self._session, "resource_templates", cursor, options)
 
+    @shows_progress(lazy=True)
     def resource_templates(
         self,
         *,
         cache: str | None = None,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
@@ -164,6 +171,7 @@ class ListingMethods:
         )
         return paging.walk(self._session, "resource_templates", options)
 
+    @shows_progress()
     def list_prompts(
         self,
         cursor: str | None = None,
@@ -171,7 +179,7 @@ class ListingMethods:
         cache: str | None = None,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
@@ -188,13 +196,14 @@ class ListingMethods:
         )
         return paging.page(self._session, "prompts", cursor, options)
 
+    @shows_progress(lazy=True)
     def prompts(
         self,
         *,
         cache: str | None = None,
         timeout: Timeout = USE_CLIENT_DEFAULT,
         cancel: CancellationToken | None = None,
-        progress: ProgressCallback | None = None,
+        progress: ProgressCallback | bool | None = None,
         meta: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,

@@ -130,7 +130,7 @@ def call_options(
     *,
     timeout: Any = USE_CLIENT_DEFAULT,
     cancel: CancellationToken | None = None,
-    progress: Callable[..., None] | None = None,
+    progress: Callable[..., None] | bool | None = None,
     meta: Mapping[str, Any] | None = None,
     reset_timeout_on_progress: bool = False,
     max_total_timeout: float | None = None,
@@ -142,8 +142,14 @@ def call_options(
     """Check a call's options once and freeze them; ``label`` names the call in errors.
 
     Raises TypeError or ValueError naming the option (a non-number timeout, a
-    meta that is not a dict or not JSON, an unknown cache mode, ...).
+    meta that is not a dict or not JSON, an unknown cache mode, a progress that is
+    neither callable nor a bool, ...). A bool ``progress`` is None here: ``True`` is
+    the facade's to turn into a bar before (``_progress.shows_progress``).
     """
+    if isinstance(progress, bool):
+        progress = None
+    elif progress is not None and not callable(progress):
+        raise TypeError(f"{label}: progress must be a callable, True or None, not {type(progress).__name__}")
     if (
         timeout is USE_CLIENT_DEFAULT and cancel is None and progress is None and meta is None
         and not reset_timeout_on_progress and max_total_timeout is None and cache is None

@@ -45,7 +45,7 @@ def test_import_is_light() -> None:
     The import time itself is a benchmark figure (README, bench/), not a timed test: what keeps
     it low is that these modules load only on first use, which is what this checks.
     """
-    heavy = ["requests", "urllib3", "http.client", "ssl", "jsonschema", "cryptography", "jwt", "hashlib"]
+    heavy = ["requests", "urllib3", "http.client", "ssl", "jsonschema", "cryptography", "jwt", "hashlib", "tqdm"]
     code = (
         "import sys, threading; import mcp_sync;"
         f"print([m for m in {heavy!r} if m in sys.modules], threading.active_count())"

@@ -10,7 +10,7 @@ Run:  python sdk_server.py stdio
       is answered only after N ms: a server slow to end a session)
 
 Tools: echo, add (structured output), weather (structured output: an object), slow (progress + log +
-cancellable), wait_echo (echo after an idle wait), whoami (the Authorization and X-User headers
+cancellable), count_up (progress without a total), wait_echo (echo after an idle wait), whoami (the Authorization and X-User headers
 the request carried, as JSON), fail (isError),
 add_tool (registers a tool at runtime, announces tools/list_changed), ask_name (elicitation:
 elicitation/create mid-call on 2025-11-25, InputRequiredResult/MRTR on 2026-07-28), ask_llm and
@@ -115,6 +115,15 @@ async def slow(seconds: float, ctx: Context) -> str:
         await anyio.sleep(seconds / steps)
         await ctx.report_progress(i + 1, steps, f"step {i + 1}/{steps}")
     return f"slept {seconds}"
+
+
+@server.tool()
+async def count_up(n: int, ctx: Context) -> str:
+    """Report progress 1..n with no total (a count, not a fraction), 0.05 s apart."""
+    for i in range(n):
+        await anyio.sleep(0.05)
+        await ctx.report_progress(i + 1, None, f"item {i + 1}")
+    return f"counted {n}"
 
 
 @server.tool()
