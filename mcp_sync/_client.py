@@ -106,6 +106,11 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
     ``opentelemetry-api`` installed, each request is an OpenTelemetry client
     span (see the Services page); ``tracing=False`` turns that off.
 
+    In Jupyter a client displays as a small table (server name and version,
+    era, transport target, what the server offers; displaying never connects),
+    and so do its results: ``client.list_tools()`` and ``client.tools().show()``
+    as a table of tools, a tool result with its images inline.
+
     Example::
 
         with mcp_sync.Client.stdio("python", ["server.py"]) as client:
@@ -782,6 +787,16 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         pid = self.pid
         where = f" {connection.target}" + (f" pid={pid}" if pid is not None else "")
         return f"<mcp_sync.Client {connection.name!r} {connection.state.value}{era}{where}>"
+
+    def _repr_html_(self) -> str:
+        """In Jupyter: the client's name, state and target; once connected the server's name and
+        version, the era and revision, and what the server offers. Displaying never connects."""
+        from . import _display
+
+        connection = self._session.connection
+        negotiated = connection.negotiated if connection.state is ClientState.OPEN else None
+        return _display.client_html(connection.name, connection.state.value, negotiated,
+                                    str(connection.target), self.pid)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as what it connects to and with which options, never its connection.

@@ -7,7 +7,7 @@ checked before the iterator is returned. See :mod:`._protocol.paging`.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 from ._options import ProgressCallback, call_options
 from ._progress import shows_progress
@@ -16,7 +16,7 @@ from ._protocol.session import Session
 from ._sentinels import USE_CLIENT_DEFAULT
 from ._values import Timeout
 from .cancellation import CancellationToken
-from .models import Page, Prompt, Resource, ResourceTemplate, Tool
+from .models import Listing, Page, Prompt, Resource, ResourceTemplate, Tool
 
 
 class ListingMethods:
@@ -61,17 +61,18 @@ class ListingMethods:
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
-    ) -> Iterator[Tool]:
-        """Every tool, fetching pages lazily.
+    ) -> Listing[Tool]:
+        """Every tool, fetching pages lazily: a :class:`Listing`, whose ``.show()`` fetches them all
+        into one :class:`Page` that displays as a table in Jupyter.
 
-        Example: ``for tool in client.tools(): print(tool.name)``
+        Example: ``for tool in client.tools(): print(tool.name)``; in a notebook ``client.tools().show()``
         """
         options = call_options(
             "tools", cache=cache, timeout=timeout, cancel=cancel, progress=progress, meta=meta,
             headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
-        return paging.walk(self._session, "tools", options)
+        return Listing(paging.walk(self._session, "tools", options), "tools")
 
     @shows_progress()
     def list_resources(
@@ -110,8 +111,8 @@ class ListingMethods:
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
-    ) -> Iterator[Resource]:
-        """Every resource, lazily.
+    ) -> Listing[Resource]:
+        """Every resource, lazily (a :class:`Listing`: ``.show()`` displays them all as a table).
 
         Example: ``uris = [r.uri for r in client.resources()]``
         """
@@ -120,7 +121,7 @@ class ListingMethods:
             headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
-        return paging.walk(self._session, "resources", options)
+        return Listing(paging.walk(self._session, "resources", options), "resources")
 
     @shows_progress()
     def list_resource_templates(
@@ -159,8 +160,8 @@ class ListingMethods:
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
-    ) -> Iterator[ResourceTemplate]:
-        """Every resource template, lazily.
+    ) -> Listing[ResourceTemplate]:
+        """Every resource template, lazily (a :class:`Listing`: ``.show()`` displays them as a table).
 
         Example: ``for template in client.resource_templates(): print(template.uri_template)``
         """
@@ -169,7 +170,7 @@ class ListingMethods:
             headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
-        return paging.walk(self._session, "resource_templates", options)
+        return Listing(paging.walk(self._session, "resource_templates", options), "resource templates")
 
     @shows_progress()
     def list_prompts(
@@ -208,8 +209,8 @@ class ListingMethods:
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
-    ) -> Iterator[Prompt]:
-        """Every prompt, lazily.
+    ) -> Listing[Prompt]:
+        """Every prompt, lazily (a :class:`Listing`: ``.show()`` displays them all as a table).
 
         Example: ``names = [p.name for p in client.prompts()]``
         """
@@ -218,4 +219,4 @@ class ListingMethods:
             headers=headers,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         )
-        return paging.walk(self._session, "prompts", options)
+        return Listing(paging.walk(self._session, "prompts", options), "prompts")

@@ -554,10 +554,11 @@ class ClientGroup(LLMFormatsMixin):
         key = {"resource": "uri", "resource_template": "uri_template"}.get(kind, "name")  # what names an item
         for server, client in self._open_clients().items():
             listed: dict[str, Any] = {}
-            lister = {
+            listers: dict[str, Callable[..., Iterator[Any]]] = {
                 "tool": client.tools, "prompt": client.prompts, "resource": client.resources,
                 "resource_template": client.resource_templates,
-            }[kind]  # fmt: skip
+            }  # fmt: skip
+            lister = listers[kind]
             items: Iterator[Any] = lister(**options)
             try:
                 with self._lock:

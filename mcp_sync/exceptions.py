@@ -56,6 +56,11 @@ class MCPError(Exception):
         self.method = method
         self.request_id = request_id
 
+    def _repr_html_(self) -> str:
+        from . import _display
+
+        return _display.error_html(self)
+
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle every subclass, wherever defined, with its attributes (issue #18.18).
 

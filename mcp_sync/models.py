@@ -21,7 +21,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, Generic, TypeVar, Union
+from typing import Any, Generic, Iterator, TypeVar, Union
 
 import attrs
 
@@ -110,6 +110,12 @@ class TextContent:
     type: str = "text"
 
 
+    def _repr_html_(self) -> str:
+        from . import _display
+
+        return _display._wrap(_display.content_block(self), "content")
+
+
 @attrs.frozen(kw_only=True)
 class ImageContent:
     """An image: base64 ``data`` and ``mime_type``.
@@ -127,6 +133,17 @@ class ImageContent:
     meta: dict[str, Any] | None = attrs.field(default=None, repr=False)
     raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
     type: str = "image"
+
+
+    def _repr_html_(self) -> str:
+        from . import _display
+
+        return _display._wrap(_display.content_block(self), "content")
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from . import _display
+
+        return _display.mimebundle(self._repr_html_(), [self])
 
 
 @attrs.frozen(kw_only=True)
@@ -148,6 +165,12 @@ class AudioContent:
     type: str = "audio"
 
 
+    def _repr_html_(self) -> str:
+        from . import _display
+
+        return _display._wrap(_display.content_block(self), "content")
+
+
 @attrs.frozen(kw_only=True)
 class ResourceLink:
     """A link to a resource the client may read with ``read_resource(link.uri)``.
@@ -167,6 +190,12 @@ class ResourceLink:
     meta: dict[str, Any] | None = attrs.field(default=None, repr=False)
     raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
     type: str = "resource_link"
+
+
+    def _repr_html_(self) -> str:
+        from . import _display
+
+        return _display._wrap(_display.content_block(self), "content")
 
 
 @attrs.frozen(kw_only=True)
@@ -228,6 +257,12 @@ class EmbeddedResource:
     @property
     def text(self) -> str | None:
         return self.resource.text if isinstance(self.resource, TextResourceContents) else None
+
+
+    def _repr_html_(self) -> str:
+        from . import _display
+
+        return _display._wrap(_display.content_block(self), "content")
 
 
 Content = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource, ContentBlock]
@@ -333,6 +368,12 @@ class Tool:
         )
 
 
+    def _repr_html_(self) -> str:
+        from . import _display
+
+        return _display.tool_html(self)
+
+
 @attrs.frozen(kw_only=True)
 class Resource:
     """A resource the server offers (``resources/list``).
@@ -370,6 +411,12 @@ class Resource:
         )
 
 
+    def _repr_html_(self) -> str:
+        from . import _display
+
+        return _display._wrap(_display.resources_table([self]), "resource")
+
+
 @attrs.frozen(kw_only=True)
 class ResourceTemplate:
     """A URI template for resources (``resources/templates/list``).
@@ -403,6 +450,12 @@ class ResourceTemplate:
             meta=_opt_dict(raw.get(_META)),
             raw=raw,
         )
+
+
+    def _repr_html_(self) -> str:
+        from . import _display
+
+        return _display._wrap(_display.templates_table([self]), "template")
 
 
 @attrs.frozen(kw_only=True)
@@ -461,12 +514,21 @@ class Prompt:
         )
 
 
+    def _repr_html_(self) -> str:
+        from . import _display
+
+        return _display.prompt_html(self)
+
+
 T = TypeVar("T")
 
 
 @attrs.frozen(kw_only=True)
 class Page(Generic[T]):
     """One page of a list: ``items``, ``next_cursor`` (None at the end), cache hints.
+
+    In Jupyter a page displays as a table (tools: name, description, parameters with
+    their types and ``*`` for required ones; likewise resources, templates, prompts).
 
     Example::
 
@@ -488,6 +550,59 @@ class Page(Generic[T]):
 
     def __len__(self) -> int:
         return len(self.items)
+
+
+    def _repr_html_(self) -> str:
+        from . import _display
+
+        return _display.page_html(self)
+
+
+class Listing(Iterator[T]):
+    """A lazy iterator over every item of a list (``client.tools()``, ``resources()``,
+    ``resource_templates()``, ``prompts()``): pages are fetched as you iterate.
+
+    :meth:`show` fetches what is left and returns it as one :class:`Page`, which displays as a
+    table in Jupyter (the iterator itself displays nothing, so showing it fetches nothing).
+
+    Example::
+
+        for tool in client.tools():          # lazily, page by page
+            print(tool.name)
+        client.tools().show()                # in a notebook: every tool, as a table
+    """
+
+    __slots__ = ("_items", "_kind")
+
+    def __init__(self, items: Iterator[T], kind: str = "items") -> None:
+        self._items = items
+        self._kind = kind
+
+    def __iter__(self) -> Listing[T]:
+        return self
+
+    def __next__(self) -> T:
+        return next(self._items)
+
+    def show(self) -> Page[T]:
+        """Every item not yet iterated over, fetched now, as one :class:`Page` (``next_cursor``
+        None). In Jupyter the page displays as a table (the first 200 rows, then a note).
+
+        Example: ``client.tools().show()`` (the last line of a cell: a table of every tool)
+        """
+        return Page(items=list(self._items))
+
+    def close(self) -> None:
+        """Stop fetching: a page not yet fetched never will be.
+
+        Example: ``tools = client.tools(); first = next(tools); tools.close()``
+        """
+        close = getattr(self._items, "close", None)
+        if close is not None:
+            close()
+
+    def __repr__(self) -> str:
+        return f"<mcp_sync.Listing of {self._kind} (lazy; .show() fetches and displays them all)>"
 
 
 # -- operation results ---------------------------------------------------------------
@@ -542,6 +657,17 @@ class CallToolResult:
         )
 
 
+    def _repr_html_(self) -> str:
+        from . import _display
+
+        return _display.call_tool_result_html(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from . import _display
+
+        return _display.mimebundle(self._repr_html_(), self.content)
+
+
 @attrs.frozen(kw_only=True)
 class ReadResourceResult:
     """The result of ``read_resource``: ``contents`` (text or blob).
@@ -575,6 +701,12 @@ class ReadResourceResult:
             meta=_opt_dict(raw.get(_META)),
             raw=raw,
         )
+
+
+    def _repr_html_(self) -> str:
+        from . import _display
+
+        return _display.read_resource_result_html(self)
 
 
 @attrs.frozen(kw_only=True)
@@ -643,6 +775,12 @@ class GetPromptResult:
             meta=_opt_dict(raw.get(_META)),
             raw=raw,
         )
+
+
+    def _repr_html_(self) -> str:
+        from . import _display
+
+        return _display.get_prompt_result_html(self)
 
 
 @attrs.frozen(kw_only=True)

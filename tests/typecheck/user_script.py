@@ -65,6 +65,9 @@ def main() -> None:
         tools: list[mcp_sync.Tool] = list(client.tools(timeout=5, cache="refresh"))
         page: mcp_sync.Page[mcp_sync.Tool] = client.list_tools(cursor=None, timeout=mcp_sync.USE_CLIENT_DEFAULT)
         print([tool.name for tool in tools], page.next_cursor)
+        every: mcp_sync.Listing[mcp_sync.Tool] = client.tools()
+        shown: mcp_sync.Page[mcp_sync.Tool] = every.show()  # #30.1: displays as a table in Jupyter
+        print(shown.items[0].name)
         resources: list[mcp_sync.Resource] = list(client.resources(cancel=token))
         templates: list[mcp_sync.ResourceTemplate] = list(client.resource_templates(meta={"k": "v"}))
         prompts: list[mcp_sync.Prompt] = list(client.prompts(progress=on_progress))
