@@ -9,7 +9,8 @@ Its outputs are checked: HTML displays, the tools table, the image, the escaped 
 Then the executed notebook is converted to HTML (``nbconvert``) and loaded in headless Chromium,
 offline (every host name resolves to nothing; the page's own CDN scripts fail fast). A script
 appended to the page records, once it has loaded, what the browser made of it: the tools table's
-rows, each data: image's decoded width, whether the hostile description ran. ``--dump-dom``
+rows and their cells' alignment, each data: image's decoded width, whether the hostile description
+ran. ``--dump-dom``
 returns that. Skipped, saying why, where no Chromium is installed (.ci/run installs Debian's).
 
 Regenerate the docs' screenshot (docs/img/notebook.png) with
@@ -178,6 +179,8 @@ window.addEventListener("load", function () {
     return img.src.indexOf("data:image/") === 0; });
   document.body.setAttribute("data-mcp-sync-check", JSON.stringify({
     rows: document.querySelectorAll("table.mcp-sync-tools tr").length,
+    align: Array.prototype.map.call(document.querySelectorAll("table.mcp-sync-tools td"), function (td) {
+      return getComputedStyle(td).textAlign; }).filter(function (a, i, all) { return all.indexOf(a) === i; }),
     images: images.map(function (img) { return img.naturalWidth; }),
     pwned: window.mcpSyncPwned === undefined ? null : String(window.mcpSyncPwned)
   }));
@@ -195,8 +198,13 @@ def chromium() -> str | None:
 
 
 def to_html(notebook: Any) -> str:
+    """The page ``jupyter nbconvert --to html`` makes, a progress bar's redraws (``\\r``) folded as a
+    live notebook shows them."""
     nbconvert = pytest.importorskip("nbconvert", reason="nbconvert is not installed (the test extra has it)")
-    body, _ = nbconvert.HTMLExporter().from_notebook_node(notebook)
+    from traitlets.config import Config
+
+    exporter = nbconvert.HTMLExporter(config=Config({"CoalesceStreamsPreprocessor": {"enabled": True}}))
+    body, _ = exporter.from_notebook_node(notebook)
     return str(body)
 
 
@@ -231,6 +239,9 @@ def test_the_html_page_shows_the_table_and_the_image_in_chromium(executed: Any, 
     assert check["rows"] >= TOOL_COUNT, check
     assert check["images"] and all(width > 0 for width in check["images"]), check  # decoded, not just present
     assert check["pwned"] is None, check
+    # the notebook's own CSS (JupyterLab's, which nbconvert's page carries) right-aligns table cells
+    # unless a display's style outweighs it: the table must read as the docs show it
+    assert check["align"] == ["left"], check
     shot = tmp_path / "notebook.png"
     run_chromium(binary, page, f"--screenshot={shot}", "--window-size=1100,1400")
     assert shot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
