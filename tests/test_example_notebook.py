@@ -35,6 +35,8 @@ from typing import Any, Iterator
 
 import pytest
 
+import mcp_sync
+
 from conftest import EVERYTHING_JS, ROOT, SERVERS, _install_everything
 
 NOTEBOOK = ROOT / "examples" / "notebook.ipynb"
@@ -43,8 +45,6 @@ HOSTILE_TEXT = ('<script>window.mcpSyncPwned = "script"</script>'
                 '<img src=x onerror="window.mcpSyncPwned = &quot;onerror&quot;"> & done')
 HOSTILE_TOOL = {"name": "hostile-description", "description": HOSTILE_TEXT,
                 "inputSchema": {"type": "object", "properties": {"x": {"type": "string"}}}}
-#: server-everything 2026.8.31's tools, and the one the proxy adds
-TOOL_COUNT = 13 + 1
 CELL_TIMEOUT = 60  # seconds for any one cell (the long-running call takes 2)
 
 
@@ -81,6 +81,13 @@ def executed() -> Iterator[Any]:
     nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (the test extra has it)")
     with tempfile.TemporaryDirectory(prefix="mcp-sync-notebook-") as where:
         yield _execute(nbformat.read(str(NOTEBOOK), as_version=4), Path(where), _server_command())
+
+
+@pytest.fixture(scope="module")
+def tool_names() -> list[str]:
+    """The tools the notebook's server offers (server-everything's and the hostile one), asked directly."""
+    with mcp_sync.connect(shlex.split(_server_command())) as client:
+        return [tool.name for tool in client.tools()]
 
 
 def _code_cells(notebook: Any) -> list[Any]:
@@ -122,14 +129,15 @@ def test_every_cell_runs_and_each_result_is_shown_as_html(executed: Any) -> None
     assert "mcp-servers/everything" in _html(_cell(executed, "mcp_sync.connect("))
 
 
-def test_the_tools_table_has_a_row_per_tool(executed: Any) -> None:
+def test_the_tools_table_has_a_row_per_tool(executed: Any, tool_names: list[str]) -> None:
     shown = _html(_cell(executed, "tools().show()"))
     tables = re.findall(r'<table class="mcp-sync-tools"[^>]*>(.*?)</table>', shown, re.S)
     assert len(tables) == 1, shown[:2000]
-    body = tables[0]
-    for name in ("echo", "get-tiny-image", "trigger-long-running-operation", HOSTILE_TOOL["name"]):
-        assert f">{name}<" in body
-    assert body.count("<tr") >= TOOL_COUNT  # one per tool (plus any header row)
+    body = tables[0].split("<tbody>", 1)[-1]
+    assert HOSTILE_TOOL["name"] in tool_names and len(tool_names) > 10, tool_names
+    for name in tool_names:
+        assert f">{name}<" in body, name
+    assert body.count("<tr") == len(tool_names)  # one row per tool, no more
 
 
 def test_a_hostile_description_arrives_escaped(executed: Any) -> None:
@@ -226,7 +234,8 @@ def run_chromium(binary: str, page: Path, *args: str) -> str:
         return out
 
 
-def test_the_html_page_shows_the_table_and_the_image_in_chromium(executed: Any, tmp_path: Path) -> None:
+def test_the_html_page_shows_the_table_and_the_image_in_chromium(executed: Any, tool_names: list[str],
+                                                                 tmp_path: Path) -> None:
     binary = chromium()
     if binary is None:
         pytest.skip("no chromium here (Debian: apt-get install chromium; .ci/run installs it)")
@@ -236,7 +245,7 @@ def test_the_html_page_shows_the_table_and_the_image_in_chromium(executed: Any, 
     found = re.search(r'data-mcp-sync-check="([^"]*)"', dom)
     assert found, dom[:2000]
     check = json.loads(html.unescape(found.group(1)))
-    assert check["rows"] >= TOOL_COUNT, check
+    assert check["rows"] == 1 + len(tool_names), check  # a header row, then a row per tool
     assert check["images"] and all(width > 0 for width in check["images"]), check  # decoded, not just present
     assert check["pwned"] is None, check
     # the notebook's own CSS (JupyterLab's, which nbconvert's page carries) right-aligns table cells
