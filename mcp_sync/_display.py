@@ -82,13 +82,28 @@ def _pre(value: Any) -> str:
     return f"<pre>{_text(value)}</pre>"
 
 
+_ENCODER = json.JSONEncoder(indent=2, ensure_ascii=False, default=repr)
+
+
 def _json(value: Any) -> str:
-    """``value`` as indented JSON text (escaped, truncated); anything JSON cannot write as its repr."""
+    """``value`` as indented JSON text (escaped), written only up to :data:`MAX_TEXT` characters
+    (the cost follows what is shown, not the value's size); a cycle or a value nested too deep
+    for the encoder is a note."""
+    parts: list[str] = []
+    size = 0
     try:
-        text = json.dumps(value, indent=2, ensure_ascii=False, default=repr)
+        for chunk in _ENCODER.iterencode(value):
+            parts.append(chunk)
+            size += len(chunk)
+            if size > MAX_TEXT:
+                break
     except (ValueError, TypeError, RecursionError):
-        text = repr(value)
-    return _pre(text)
+        return _note("a value that cannot be shown as JSON (a cycle, or nested too deep)")
+    text = "".join(parts)
+    if size <= MAX_TEXT:
+        return _pre(text)
+    cut = _note(f" \u2026 cut at {MAX_TEXT:,} characters")
+    return f"<pre>{_text(text[:MAX_TEXT], MAX_TEXT)}{cut}</pre>"
 
 
 def _details(summary: str, body: str, open_: bool = False) -> str:
@@ -96,7 +111,7 @@ def _details(summary: str, body: str, open_: bool = False) -> str:
     return f"<details{' open' if open_ else ''}><summary>{summary}</summary>{body}</details>"
 
 
-def _wrap(body: str, kind: str) -> str:
+def wrap(body: str, kind: str) -> str:
     return f'<div class="mcp-sync mcp-sync-{kind}">{STYLE}{body}</div>'
 
 
@@ -179,9 +194,15 @@ def bundle_image(blocks: Iterable[Any]) -> tuple[str, str] | None:
     """The one PNG/JPEG image among ``blocks`` (``(mime, base64)``), if exactly one may be inlined."""
     found: list[tuple[str, str]] = []
     for block in blocks:
+        mime = getattr(block, "mime_type", None)
         if getattr(block, "type", None) == "image":
-            media = inline_media(getattr(block, "data", None), getattr(block, "mime_type", None))
-            if not isinstance(media, str) and media[0] in BUNDLE_IMAGES:
+            data = getattr(block, "data", None)
+        elif hasattr(block, "blob") and _mime(mime) in BUNDLE_IMAGES:  # a resource's image
+            data = block.blob
+        else:
+            continue
+        media = inline_media(data, mime)
+        if not isinstance(media, str) and media[0] in BUNDLE_IMAGES:
                 found.append(media)
                 if len(found) > 1:
                     return None
@@ -197,7 +218,7 @@ def _limited(items: list[Any], limit: int, what: str) -> tuple[list[Any], str]:
     return (items[:limit], _more_note(more, what)) if more > 0 else (items, "")
 
 
-def _resource_contents(item: Any) -> str:
+def resource_contents(item: Any) -> str:
     head = f"<div><code>{_text(getattr(item, 'uri', ''), 2000, one_line=True)}</code>"
     mime = getattr(item, "mime_type", None)
     if mime:
@@ -231,7 +252,7 @@ def content_block(block: Any) -> str:
         mime = f" {_note(_text(block.mime_type, 200, one_line=True))}" if block.mime_type else ""
         return f"<div>\U0001f517 {label}<code>{_text(block.uri, 2000, one_line=True)}</code>{mime}{desc}</div>"
     if kind == "resource" and hasattr(block, "resource"):
-        return f"<div>{_note('embedded resource')} {_resource_contents(block.resource)}</div>"
+        return f"<div>{_note('embedded resource')} {resource_contents(block.resource)}</div>"
     raw = getattr(block, "raw", None)
     return _details(f"{_note('content of type')} {_text(kind, 200, one_line=True)}", _json(raw))
 
@@ -391,7 +412,7 @@ def page_html(page: Any) -> str:
     body = items_html(page.items)
     if page.next_cursor is not None:
         body += f"<p>{_note('more on the next page (next_cursor set)')}</p>"
-    return _wrap(body, "page")
+    return wrap(body, "page")
 
 
 def tool_html(tool: Any) -> str:
@@ -417,7 +438,7 @@ def tool_html(tool: Any) -> str:
         body += _details("output schema", _json(tool.output_schema))
     if tool.annotations:
         body += _details("annotations", _json(tool.annotations))
-    return _wrap(body, "tool")
+    return wrap(body, "tool")
 
 
 def call_tool_result_html(result: Any) -> str:
@@ -429,13 +450,13 @@ def call_tool_result_html(result: Any) -> str:
         body += _details("structured content", _json(result.structured_content), open_=not result.content)
     if not result.content and result.structured_content is None:
         body += _note("no content")
-    return _wrap(f'<div class="mcp-sync-error">{body}</div>' if result.is_error else body, "result")
+    return wrap(f'<div class="mcp-sync-error">{body}</div>' if result.is_error else body, "result")
 
 
 def read_resource_result_html(result: Any) -> str:
     shown, note = _limited(result.contents, MAX_BLOCKS, "contents")
-    body = "".join(f"<div>{_resource_contents(item)}</div>" for item in shown) + note
-    return _wrap(body or _note("no contents"), "resource")
+    body = "".join(f"<div>{resource_contents(item)}</div>" for item in shown) + note
+    return wrap(body or _note("no contents"), "resource")
 
 
 def prompt_html(prompt: Any) -> str:
@@ -449,7 +470,7 @@ def prompt_html(prompt: Any) -> str:
     if rows:
         body += _table("mcp-sync-params", ["argument", "required", "description"], rows, len(prompt.arguments),
                        "arguments")
-    return _wrap(body, "prompt")
+    return wrap(body, "prompt")
 
 
 def get_prompt_result_html(result: Any) -> str:
@@ -459,7 +480,7 @@ def get_prompt_result_html(result: Any) -> str:
         role = _text(message.role, 100, one_line=True)
         body += (f'<div class="mcp-sync-message"><b>{role}</b>'
                  f'<div style="margin-left:1em">{content_block(message.content)}</div></div>')
-    return _wrap(body + note or _note("no messages"), "prompt-result")
+    return wrap(body + note or _note("no messages"), "prompt-result")
 
 
 def error_html(error: BaseException) -> str:
@@ -474,7 +495,7 @@ def error_html(error: BaseException) -> str:
     data = getattr(error, "data", None)
     if data is not None:
         body += _details("data", _json(data))
-    return _wrap(f'<div class="mcp-sync-error">{body}</div>', "error")
+    return wrap(f'<div class="mcp-sync-error">{body}</div>', "error")
 
 
 def client_html(name: str, state: str, negotiated: Any, target: str, pid: int | None) -> str:
@@ -495,7 +516,7 @@ def client_html(name: str, state: str, negotiated: Any, target: str, pid: int | 
             rows.append(["instructions", _details("show", _pre(negotiated.instructions))])
     body = '<table class="mcp-sync-client">' + "".join(
         f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
-    return _wrap(body, "client")
+    return wrap(body, "client")
 
 
 def mimebundle(html_text: str, blocks: Iterable[Any]) -> dict[str, Any]:

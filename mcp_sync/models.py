@@ -93,6 +93,11 @@ class ContentBlock:
     type: str
     raw: dict[str, Any] = attrs.field(repr=False)
 
+    def _repr_html_(self) -> str:
+        from . import _display
+
+        return _display.wrap(_display.content_block(self), "content")
+
 
 @attrs.frozen(kw_only=True)
 class TextContent:
@@ -113,7 +118,7 @@ class TextContent:
     def _repr_html_(self) -> str:
         from . import _display
 
-        return _display._wrap(_display.content_block(self), "content")
+        return _display.wrap(_display.content_block(self), "content")
 
 
 @attrs.frozen(kw_only=True)
@@ -138,7 +143,7 @@ class ImageContent:
     def _repr_html_(self) -> str:
         from . import _display
 
-        return _display._wrap(_display.content_block(self), "content")
+        return _display.wrap(_display.content_block(self), "content")
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         from . import _display
@@ -168,7 +173,7 @@ class AudioContent:
     def _repr_html_(self) -> str:
         from . import _display
 
-        return _display._wrap(_display.content_block(self), "content")
+        return _display.wrap(_display.content_block(self), "content")
 
 
 @attrs.frozen(kw_only=True)
@@ -195,7 +200,7 @@ class ResourceLink:
     def _repr_html_(self) -> str:
         from . import _display
 
-        return _display._wrap(_display.content_block(self), "content")
+        return _display.wrap(_display.content_block(self), "content")
 
 
 @attrs.frozen(kw_only=True)
@@ -215,6 +220,11 @@ class TextResourceContents:
     meta: dict[str, Any] | None = attrs.field(default=None, repr=False)
     raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
 
+    def _repr_html_(self) -> str:
+        from . import _display
+
+        return _display.wrap(_display.resource_contents(self), "content")
+
 
 @attrs.frozen(kw_only=True)
 class BlobResourceContents:
@@ -232,6 +242,16 @@ class BlobResourceContents:
     mime_type: str | None = None
     meta: dict[str, Any] | None = attrs.field(default=None, repr=False)
     raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+
+    def _repr_html_(self) -> str:
+        from . import _display
+
+        return _display.wrap(_display.resource_contents(self), "content")
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from . import _display
+
+        return _display.mimebundle(self._repr_html_(), [self])
 
 
 ResourceContents = Union[TextResourceContents, BlobResourceContents]
@@ -262,7 +282,7 @@ class EmbeddedResource:
     def _repr_html_(self) -> str:
         from . import _display
 
-        return _display._wrap(_display.content_block(self), "content")
+        return _display.wrap(_display.content_block(self), "content")
 
 
 Content = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource, ContentBlock]
@@ -414,7 +434,7 @@ class Resource:
     def _repr_html_(self) -> str:
         from . import _display
 
-        return _display._wrap(_display.resources_table([self]), "resource")
+        return _display.wrap(_display.resources_table([self]), "resource")
 
 
 @attrs.frozen(kw_only=True)
@@ -455,7 +475,7 @@ class ResourceTemplate:
     def _repr_html_(self) -> str:
         from . import _display
 
-        return _display._wrap(_display.templates_table([self]), "template")
+        return _display.wrap(_display.templates_table([self]), "template")
 
 
 @attrs.frozen(kw_only=True)
@@ -708,6 +728,11 @@ class ReadResourceResult:
 
         return _display.read_resource_result_html(self)
 
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from . import _display
+
+        return _display.mimebundle(self._repr_html_(), self.contents)
+
 
 @attrs.frozen(kw_only=True)
 class PromptMessage:
@@ -725,6 +750,11 @@ class PromptMessage:
     @property
     def text(self) -> str | None:
         return self.content.text if isinstance(self.content, TextContent) else None
+
+    def _repr_html_(self) -> str:
+        from . import _display
+
+        return _display.get_prompt_result_html(GetPromptResult(messages=[self]))
 
 
 @attrs.frozen(kw_only=True)

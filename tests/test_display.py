@@ -219,6 +219,9 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[mcp_sync.Clien
         "tools/call long": _answer({"type": "text", "text": "y" * 50_000}),
         "tools/call many": _answer(*[{"type": "text", "text": HOSTILE}] * 300, structuredContent={HOSTILE: HOSTILE}),
         "tools/call link": _answer({"type": "resource_link", "uri": "javascript:alert(1)", "name": HOSTILE}),
+        "resources/read test://png": [{"result": {"contents": [{"uri": "test://png", "mimeType": "image/png",
+                                                                "blob": PIXEL_PNG}]}}],
+        "tools/call deep": _answer(structuredContent={"rows": [{"cell": "<td>" * 10} for _ in range(200_000)]}),
         "tools/call two": _answer({"type": "image", "data": PIXEL_PNG, "mimeType": "image/png"},
                                   {"type": "image", "data": PIXEL_PNG, "mimeType": "image/png"}),
     }
@@ -279,6 +282,26 @@ def test_long_texts_and_many_blocks_are_cut_with_a_note(hostile: mcp_sync.Client
     assert many.count("script") == 0 and many.count("img") == 0
 
 
+def test_an_image_resource_is_inline_and_in_the_bundle(hostile: mcp_sync.Client) -> None:
+    read = hostile.read_resource("test://png")
+    bundle = read._repr_mimebundle_()
+    assert bundle["image/png"] == PIXEL_PNG and Parsed(bundle["text/html"]).count("img") == 1
+    assert read.contents[0]._repr_mimebundle_()["image/png"] == PIXEL_PNG
+
+
+def test_a_huge_json_view_is_cut_and_costs_what_is_shown(hostile: mcp_sync.Client) -> None:
+    result = hostile.call_tool("deep", {})  # about 12 MB of structured content
+    started = time.thread_time()
+    html_text = result._repr_html_()
+    elapsed = time.thread_time() - started
+    parsed = Parsed(html_text)
+    assert len(html_text) < 200_000 and "cut at 20,000 characters" in parsed.text and parsed.count("td") == 0
+    assert elapsed < 0.5, elapsed  # stops writing JSON after 20,000 characters
+    cyclic: list[Any] = []
+    cyclic.append(cyclic)
+    assert "cannot be shown as JSON" in Parsed(mcp_sync.CallToolResult(structured_content=cyclic)._repr_html_()).text
+
+
 def test_a_link_never_becomes_a_href(hostile: mcp_sync.Client) -> None:
     parsed = Parsed(hostile.call_tool("link", {})._repr_html_())
     assert parsed.count("a") == 0 and parsed.count("script") == 0
@@ -313,7 +336,9 @@ def _views(s: str) -> list[str]:
     read = mcp_sync.ReadResourceResult.from_wire({"contents": [{"uri": s, "mimeType": s, "blob": s},
                                                                {"uri": s, "text": s}]})
     error = mcp_sync.ServerError(-32000, s, data={s: s}, method=s)
-    return [tool._repr_html_(), mcp_sync.Page(items=[tool])._repr_html_(), result._repr_html_(),
+    extra = [got.messages[0]._repr_html_(), read.contents[0]._repr_html_(), read.contents[1]._repr_html_(),
+             result.content[-1]._repr_html_()]
+    return [*extra, tool._repr_html_(), mcp_sync.Page(items=[tool])._repr_html_(), result._repr_html_(),
             prompt._repr_html_(), mcp_sync.Page(items=[prompt])._repr_html_(), got._repr_html_(),
             resource._repr_html_(), template._repr_html_(), read._repr_html_(), error._repr_html_()]
 
