@@ -182,12 +182,35 @@ def test_server_everything_image_is_inline_and_in_the_bundle(everything_js: Path
         assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
         assert Parsed(bundle["text/html"]).attr("img", "src") == [f"data:image/png;base64,{image.data}"]
         assert image._repr_mimebundle_()["image/png"] == image.data
+        formatted = _ipython_format(result)  # what a notebook cell's output would carry
+        assert formatted["text/plain"] == repr(result) and formatted["image/png"] == image.data
+        assert formatted["text/html"] == bundle["text/html"]
         links = Parsed(client.call_tool("get-resource-links", {"count": 2})._repr_html_())
         assert links.count("a") == 0 and links.text.count("demo://resource/") >= 2  # URIs as text, no href
         structured = client.call_tool("get-structured-content", {"location": "New York"})
         assert "structured content" in Parsed(structured._repr_html_()).text
         ref = client.call_tool("get-resource-reference", {"resourceType": "Text", "resourceId": 1})
         assert "embedded resource" in Parsed(ref._repr_html_()).text
+
+
+def _ipython_format(obj: Any) -> dict[str, Any]:
+    """IPython's own display formatter on ``obj`` (IPython comes with ipykernel, a test dependency)."""
+    formatters = pytest.importorskip("IPython.core.formatters")
+    data, _ = formatters.DisplayFormatter().format(obj)
+    return dict(data)
+
+
+def test_ipython_shows_each_object_as_html_with_its_plain_repr(sdk: mcp_sync.Client) -> None:
+    objects = [sdk, sdk.list_tools(), sdk.tools().show(), next(sdk.tools()), sdk.call_tool("add", {"a": 1, "b": 2}),
+               sdk.read_resource("test://static"), next(sdk.prompts()), sdk.get_prompt("greet", {"name": "Ada"}),
+               mcp_sync.ServerError(-32602, "nope <b>", method="tools/call")]
+    for obj in objects:
+        formatted = _ipython_format(obj)
+        plain = repr(obj) if not isinstance(obj, BaseException) else f"mcp_sync.exceptions.{obj!r}"  # IPython's
+        assert formatted["text/plain"] == plain, type(obj)
+        assert formatted["text/html"].startswith('<div class="mcp-sync '), type(obj)
+    formatted = _ipython_format(sdk.tools())  # the lazy iterator: plain text only, nothing fetched
+    assert list(formatted) == ["text/plain"]
 
 
 # -- a hostile server -------------------------------------------------------------------
