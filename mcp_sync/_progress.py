@@ -5,7 +5,8 @@ terminal; imported here only when a bar is asked for, so ``import mcp_sync`` nev
 else a plain one-line bar on stderr:
 
 - stderr a terminal: one line redrawn in place (carriage return), at most every 0.1 s, finished
-  with a newline when the call ends;
+  with a newline when the call ends (erased instead when no progress came: a quick call leaves
+  nothing behind; tqdm's bar likewise);
 - stderr not a terminal (a log, a notebook without tqdm): sparse lines only, one per tenth of a
   known total, one at most every 5 s when the total is unknown, and the last state when the call
   ends; a call that got no progress writes nothing.
@@ -182,7 +183,9 @@ class PlainBar(ProgressBar):
 
     def _close(self, failure: str | None) -> None:
         if self._live:
-            if self._drawn:
+            if self._drawn and self._state is None and failure is None:
+                self._write("\r\x1b[K")  # no progress came: the bar goes, nothing is left behind
+            elif self._drawn:
                 self._write("\r\x1b[K" + self.line(failure, self._width()) + "\n")
         elif self._state is not None and (failure or self._state != self._logged):  # no line twice
             self._write(self.line(failure, 100) + "\n")
@@ -195,10 +198,11 @@ class TqdmBar(ProgressBar):
         super().__init__(label)
         self._class = tqdm_class
         self.bar: Any = None
+        self.updated = False
 
     def _start(self) -> None:
         if self.bar is None:
-            self.bar = self._class(total=None, desc=self.label, leave=True)
+            self.bar = self._class(total=None, desc=self.label, leave=True, file=sys.stderr)
 
     def _update(self, progress: float, total: float | None, message: str) -> None:
         bar = self.bar
@@ -206,6 +210,7 @@ class TqdmBar(ProgressBar):
             bar.reset(total=total)  # a notebook widget learns its new maximum only so
         elif total is None and bar.total is not None:
             bar.reset(total=None)
+        self.updated = True
         bar.n = progress if math.isfinite(progress) else 0
         bar.set_postfix_str(message, refresh=False)
         bar.refresh()
@@ -213,6 +218,8 @@ class TqdmBar(ProgressBar):
     def _close(self, failure: str | None) -> None:
         if self.bar is None:
             return
+        if failure is None and not self.updated:
+            self.bar.leave = False  # no progress came: the bar goes, nothing is left behind
         if failure:
             self.bar.set_postfix_str(f"{self.bar.postfix or ''} ({failure})".strip(), refresh=False)
         self.bar.close()

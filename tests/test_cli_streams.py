@@ -102,14 +102,14 @@ class _Writer:
 
 
 def test_main_in_process_on_streams_without_isatty(monkeypatch: pytest.MonkeyPatch, no_leaks: None) -> None:
-    """Not a terminal: results as sent, progress one line each."""
+    """Not a terminal: results as sent, no progress bar."""
     from mcp_sync._cli import main
 
     out, err = _Writer(), _Writer()
     monkeypatch.setattr(sys, "stdout", out)
     monkeypatch.setattr(sys, "stderr", err)
     assert main(["call", DEMO, "countdown", "n=2"]) == 0
-    assert out.text == "liftoff\n" and "progress 2/2: 0 left\n" in err.text, err.text
+    assert out.text == "liftoff\n" and err.text == "", err.text
 
 
 def test_an_unknown_option_is_bad_usage() -> None:

@@ -10,8 +10,8 @@ Run:  python sdk_server.py stdio
       is answered only after N ms: a server slow to end a session)
 
 Tools: echo, add (structured output), weather (structured output: an object), slow (progress + log +
-cancellable), count_up (progress without a total), wait_echo (echo after an idle wait), whoami (the Authorization and X-User headers
-the request carried, as JSON), fail (isError),
+cancellable), count_up (progress without a total), wait_echo (echo after an idle wait), whoami (the
+Authorization and X-User headers the request carried, as JSON), fail (isError),
 add_tool (registers a tool at runtime, announces tools/list_changed), ask_name (elicitation:
 elicitation/create mid-call on 2025-11-25, InputRequiredResult/MRTR on 2026-07-28), ask_llm and
 ask_llm_tools (sampling, the same two ways: a system prompt, max tokens, stop sequences, model hints,
