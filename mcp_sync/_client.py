@@ -795,8 +795,11 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
 
         connection = self._session.connection
         negotiated = connection.negotiated if connection.state is ClientState.OPEN else None
+        transport = self.transport
+        kind = {"StdioTransport": "stdio", "HttpTransport": "Streamable HTTP", "SseTransport": "HTTP+SSE"}.get(
+            type(transport).__name__, type(transport).__name__)
         return _display.client_html(connection.name, connection.state.value, negotiated,
-                                    str(connection.target), self.pid)
+                                    f"{kind}: {connection.target}", self.pid)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as what it connects to and with which options, never its connection.

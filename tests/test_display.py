@@ -157,6 +157,7 @@ def test_the_client_shows_the_server_and_never_connects_to_do_it() -> None:
     try:
         before = Parsed(client._repr_html_()).text
         assert "not connected yet" in before and client.pid is None  # displaying did not start the server
+        assert "stdio: " in before and "sdk_server.py" in before  # the transport and its target
         client.list_tools()
         parsed = Parsed(client._repr_html_())
         assert "sdk-test-server 1.0.0" in parsed.text and client.era in parsed.text
@@ -457,3 +458,11 @@ def test_import_mcp_sync_builds_no_html() -> None:
     out = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True, text=True, check=True,
                          timeout=60)
     assert json.loads(out.stdout) == []
+
+
+def test_an_http_client_shows_its_transport_and_server(sdk_http_url: str) -> None:
+    with mcp_sync.Client.http(sdk_http_url, timeout=30) as client:
+        assert "Streamable HTTP: http://127.0.0.1:" in Parsed(client._repr_html_()).text
+        client.list_tools()
+        parsed = Parsed(client._repr_html_())
+        assert "sdk-test-server 1.0.0" in parsed.text and "modern" in parsed.text and client.pid is None
