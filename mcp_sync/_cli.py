@@ -40,6 +40,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TextIO
 
 from ._client import Client
 from ._connect import _client_for
+from ._media import human_size, image_size
 from ._terminal import _JSON, _RAW, escape
 from ._threads import spawn
 from .cancellation import CancellationToken
@@ -284,15 +285,19 @@ class Saver:
         self._directory = Path(directory) if directory else None
         self._count = 0
 
-    def save(self, data_b64: str, mime_type: str | None, stem: str) -> Path:
+    def save(self, data_b64: str, mime_type: str | None, stem: str) -> tuple[Path, list[str]]:
+        """Write the content to a new file; its path, and what it holds: its pixel dimensions
+        when it is an image whose header can be read, and its size (e.g. ``["16x16 px", "1.2 KiB"]``)."""
         if self._directory is None:
             self._directory = Path(tempfile.mkdtemp(prefix="mcp-sync-"))
         self._directory.mkdir(parents=True, exist_ok=True)
         self._count += 1
         suffix = mimetypes.guess_extension(mime_type or "") or ".bin"
         path = self._directory / f"{stem}-{self._count}{suffix}"
-        path.write_bytes(base64.b64decode(data_b64, validate=False))
-        return path.resolve()
+        data = base64.b64decode(data_b64, validate=False)
+        path.write_bytes(data)
+        size = image_size(data)
+        return path.resolve(), [*([f"{size[0]}x{size[1]} px"] if size else []), human_size(len(data))]
 
 
 def print_content(blocks: Iterable[Any], saver: Saver, out: TextIO, clean: Callable[[str], str]) -> None:
@@ -303,8 +308,9 @@ def print_content(blocks: Iterable[Any], saver: Saver, out: TextIO, clean: Calla
             text = clean(block.text)
             out.write(text if text.endswith("\n") else text + "\n")
         elif isinstance(block, (ImageContent, AudioContent)):
-            path = saver.save(block.data, block.mime_type, block.type)
-            out.write(f"[{block.type} {escape(str(block.mime_type), one_line=True)} saved to {path}]\n")
+            path, facts = saver.save(block.data, block.mime_type, block.type)
+            out.write(f"[{block.type} {escape(str(block.mime_type), one_line=True)} ({', '.join(facts)})"
+                      f" saved to {path}]\n")
         elif isinstance(block, ResourceLink):
             name = " " + escape(block.name, one_line=True) if block.name else ""
             out.write(f"[resource link {escape(block.uri, one_line=True)}{name}]\n")
@@ -321,9 +327,9 @@ def print_resource_contents(contents: Iterable[TextResourceContents | BlobResour
             text = clean(item.text)
             out.write(text if text.endswith("\n") else text + "\n")
         else:  # the only other kind: models.ResourceContents is text or blob
-            path = saver.save(item.blob, item.mime_type, "blob")
-            out.write(f"[{escape(item.uri, one_line=True)} ({escape(item.mime_type or 'blob', one_line=True)})"
-                      f" saved to {path}]\n")
+            path, facts = saver.save(item.blob, item.mime_type, "blob")
+            kind = escape(item.mime_type or "blob", one_line=True)
+            out.write(f"[{escape(item.uri, one_line=True)} ({', '.join([kind, *facts])}) saved to {path}]\n")
 
 
 def _dump(value: Any, out: TextIO) -> None:

@@ -54,7 +54,7 @@ def test_resource_links_and_embedded_resources(everything_js: Path, tmp_path: Pa
                        "--save-dir", str(tmp_path))
     assert embedded.returncode == 0, embedded.stderr
     line = next(line for line in embedded.stdout.splitlines() if "saved to" in line)
-    assert line.startswith("[demo://resource/dynamic/blob/2 (text/plain) saved to ")
+    assert re.match(r"\[demo://resource/dynamic/blob/2 \(text/plain, \d+ bytes\) saved to ", line), line
     saved = Path(re.search(r"saved to (\S+)\]", line).group(1))  # type: ignore[union-attr]
     assert saved.parent == tmp_path and saved.read_bytes()  # the blob, decoded
 
@@ -62,7 +62,7 @@ def test_resource_links_and_embedded_resources(everything_js: Path, tmp_path: Pa
 def test_files_go_to_a_new_temporary_folder_without_save_dir(everything_js: Path) -> None:
     result = run_cli("call", f"node {everything_js} stdio", "get-tiny-image")
     assert result.returncode == 0, result.stderr
-    saved = Path(re.search(r"\[image image/png saved to (\S+)\]", result.stdout).group(1))  # type: ignore[union-attr]
+    saved = Path(re.search(r"\[image image/png \(.*\) saved to (\S+)\]", result.stdout).group(1))  # type: ignore[union-attr]
     try:
         assert saved.parent.name.startswith("mcp-sync-") and saved.parent.parent == Path(tempfile.gettempdir())
         assert saved.read_bytes().startswith(b"\x89PNG")

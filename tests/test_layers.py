@@ -39,7 +39,7 @@ GROUND = {
     "mcp_sync._threads", "mcp_sync._values", "mcp_sync._sentinels", "mcp_sync._version", "mcp_sync._names",
     "mcp_sync._headers", "mcp_sync._options", "mcp_sync._schema_subset", "mcp_sync.transports.base",
     "mcp_sync._terminal", "mcp_sync._typed", "mcp_sync._glob", "mcp_sync._chat", "mcp_sync._progress",
-    "mcp_sync._display",
+    "mcp_sync._display", "mcp_sync._media",
 }
 AUTH = {
     "mcp_sync.auth", "mcp_sync._oauth_flow", "mcp_sync._browser_auth", "mcp_sync._token_store", "mcp_sync._jwt",
