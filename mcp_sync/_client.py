@@ -476,7 +476,8 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
 
         ``progress(progress, total, message)`` runs on the dispatch thread for
         each progress notification, in order, all before this returns (only past
-        1,000 waiting for one call does the newest replace the last waiting). With
+        1,000 waiting for one call does the newest replace the last waiting);
+        ``progress=True`` shows a progress bar instead (tqdm's when installed). With
         ``reset_timeout_on_progress=True`` each progress notification restarts
         ``timeout``; ``max_total_timeout`` bounds the whole call. ``raise_on_error``
         turns an ``isError`` result into :class:`ToolError`. ``arguments`` must

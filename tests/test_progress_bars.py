@@ -109,7 +109,7 @@ def redraws(text: str) -> list[str]:
     return text.split("\r\x1b[K")[1:]
 
 
-# -- the plain bar ----------------------------------------------------------------------------
+# -- the plain bar (P1: progress with or without a total and a message) -------------------------
 
 
 def test_plain_bar_on_a_terminal_with_a_total(sdk: mcp_sync.Client, plain: None,
@@ -125,6 +125,7 @@ def test_plain_bar_on_a_terminal_with_a_total(sdk: mcp_sync.Client, plain: None,
 
 def test_plain_bar_on_a_terminal_without_a_total(sdk: mcp_sync.Client, plain: None,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """P1: ``total`` is optional: a counter, not a fraction."""
     err = stderr(monkeypatch, tty=True)
     assert sdk.call_tool("count_up", {"n": 4}, progress=True).text == "counted 4"
     shown = redraws(err.getvalue())
@@ -178,6 +179,20 @@ def test_the_servers_message_is_escaped_and_bounded(burst: mcp_sync.Client, plai
     assert "\x1b]" not in text and "\x07" not in text and "\x1b[2J" not in text and "\u202e" not in text
     assert "\\x1b]52;c;eA==\\x07\\x1b[2J\\u202e" in text  # shown as visible escapes
     assert all(len(line) <= 200 for line in redraws(text))  # cut to the terminal's width
+
+
+def test_server_everything_long_running_operation(everything_js: Path, plain: None,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference server's own long-running tool, over stdio, its total and steps as sent."""
+    err = stderr(monkeypatch, tty=True)
+    with mcp_sync.Client.stdio("node", [str(everything_js), "stdio"], timeout=30, stderr="log") as client:
+        result = client.call_tool("trigger-long-running-operation", {"duration": 0.6, "steps": 3}, progress=True)
+    assert "completed" in result.text.lower(), result.text
+    bar = "call_tool trigger-long-running-operation"
+    assert redraws(err.getvalue()) == [
+        f"{bar} ...", f"{bar} [######              ] 1/3 33%", f"{bar} [#############       ] 2/3 66%",
+        f"{bar} [####################] 3/3 100%", f"{bar} [####################] 3/3 100%\n",
+    ]  # it sends no message: none shown
 
 
 # -- closed when the call fails, times out or is cancelled ------------------------------------
@@ -258,7 +273,10 @@ def test_an_update_racing_the_close_is_dropped() -> None:
 def test_every_method_with_progress_takes_true() -> None:
     for cls in (mcp_sync.Client, mcp_sync.BoundClient):
         for name, method in inspect.getmembers(cls, inspect.isfunction):
-            if not name.startswith("_") and "progress" in inspect.signature(method).parameters:
+            parameters = inspect.signature(method).parameters
+            if not name.startswith("_") and "progress" in parameters:
+                # keyword-only: the bar's wrapper finds it among the keywords
+                assert parameters["progress"].kind is inspect.Parameter.KEYWORD_ONLY, name
                 forwards = name == "run_tool_call"  # it calls call_tool, which draws the bar
                 assert forwards or hasattr(method, "__wrapped__"), f"{cls.__name__}.{name} has no bar for True"
 
