@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import shutil
 import sys
 import threading
 import time
@@ -147,6 +146,8 @@ class PlainBar(ProgressBar):
         return head[: max(10, width - len(end))] + end
 
     def _width(self) -> int:
+        import shutil  # here: ``import mcp_sync`` stays light
+
         return max(20, shutil.get_terminal_size((80, 24)).columns) - 1
 
     def _write(self, text: str) -> None:
@@ -206,10 +207,10 @@ class TqdmBar(ProgressBar):
 
     def _update(self, progress: float, total: float | None, message: str) -> None:
         bar = self.bar
-        if total != bar.total and _fraction(progress, total) is not None:
+        if total != bar.total and (total is None or _fraction(progress, total) is not None):
+            started = bar.start_t
             bar.reset(total=total)  # a notebook widget learns its new maximum only so
-        elif total is None and bar.total is not None:
-            bar.reset(total=None)
+            bar.start_t = started  # the time shown is the call's
         self.updated = True
         bar.n = progress if math.isfinite(progress) else 0
         bar.set_postfix_str(message, refresh=False)
