@@ -42,9 +42,13 @@ _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 _NOT_B64 = str.maketrans("", "", _B64)
 _LINE_BREAKS = str.maketrans("", "", "\r\n")
 
+#: The views' CSS. Cells name the class twice: JupyterLab's own rule for output tables
+#: (``:not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon td``, right-aligned) weighs two classes,
+#: and this style, coming later in the page, wins only at equal weight.
 STYLE = (
     "<style>.mcp-sync table{border-collapse:collapse;margin:2px 0}"
-    ".mcp-sync th,.mcp-sync td{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}"
+    ".mcp-sync.mcp-sync th,.mcp-sync.mcp-sync td"
+    "{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}"
     ".mcp-sync .mcp-sync-note{color:#777;font-style:italic}"
     ".mcp-sync .mcp-sync-error{border-left:4px solid #c33;padding-left:6px}"
     ".mcp-sync pre{white-space:pre-wrap;margin:2px 0}</style>"

@@ -26,7 +26,8 @@ PENDING: set[str] = set()  # files still owing a fix (none)
 
 def _text_files() -> list[Path]:
     files = [ROOT / "README.md", ROOT / "mkdocs.yml", *sorted((ROOT / "docs").rglob("*.md"))]
-    files += sorted((ROOT / "examples").rglob("*.py")) + sorted((ROOT / "mcp_sync").rglob("*.py"))
+    files += sorted((ROOT / "examples").rglob("*.py")) + sorted((ROOT / "examples").rglob("*.ipynb"))
+    files += sorted((ROOT / "mcp_sync").rglob("*.py"))
     return [f for f in files if f.is_file()]
 
 
