@@ -24,6 +24,7 @@ import math
 import sys
 import threading
 import time
+import warnings
 from typing import Any, Callable, Iterator, TextIO, TypeVar
 
 from ._terminal import escape
@@ -232,7 +233,11 @@ _quiet_classes: dict[Any, Any] = {}
 def _tqdm_class() -> Any:
     """tqdm.auto's bar class with its monitor thread off, or None when tqdm is not importable."""
     try:
-        from tqdm.auto import tqdm
+        with warnings.catch_warnings():
+            # in a notebook without ipywidgets tqdm.auto warns once, at import, then uses its text bar:
+            # that text bar is what the user gets either way, so the warning is only noise in the cell
+            warnings.filterwarnings("ignore", message="IProgress not found")
+            from tqdm.auto import tqdm
     except ImportError:
         return None
     quiet = _quiet_classes.get(tqdm)
