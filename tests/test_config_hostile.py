@@ -230,7 +230,7 @@ def test_hostile_texts_return_or_raise_config_error_in_linear_time(
 @given(pattern=st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=6), size=SIZES)
 def test_strip_jsonc_and_variables_are_linear(pattern: list[str], size: int) -> None:
     text = ("".join(pattern) * (size // len("".join(pattern)) + 1))[:size]
-    started = time.monotonic()
+    started = time.thread_time()
     strip_jsonc(text)
     list(_variables(text))
     assert time.thread_time() - started < BOUND_PER_MB * max(size / 1e6, 0.1), (pattern, size)

@@ -59,12 +59,14 @@ class ApiKey(requests.auth.AuthBase):
 
 
 def _listing_per_user(request: Any) -> Reply | None:
-    """tools/list answers with a tool named after the caller's bearer token, private, for a minute."""
+    """tools/list answers with a tool named after the caller's bearer token, private, for an hour
+    (longer than any run: a loaded machine once took 3 minutes over one test, and a minute's ttlMs
+    then re-fetched lists the test counts as served from the cache)."""
     if request.rpc_method != "tools/list":
         return None
     user = request.headers.get("authorization", "nobody").split()[-1]
     tools = [{"name": f"for_{user}", "inputSchema": {"type": "object"}}]
-    return json_reply(result(request, {"tools": tools, "ttlMs": 60_000, "cacheScope": "private"}))
+    return json_reply(result(request, {"tools": tools, "ttlMs": 3_600_000, "cacheScope": "private"}))
 
 
 # -- the cache: only ever equal credentials -----------------------------------------------------
@@ -76,13 +78,20 @@ def test_short_lived_auth_objects_never_get_another_users_cached_list() -> None:
     with FakeServer("modern") as server, mcp_sync.Client.http(server.url) as client:
         server.override = _listing_per_user
         tokens = [f"u{n}" for n in range(40)]
+        ids = []
         for round_ in range(3):
             for token in tokens:
-                names = [tool.name for tool in client.bind(auth=Bearer(token)).tools()]
+                auth = Bearer(token)
+                ids.append(id(auth))
+                names = [tool.name for tool in client.bind(auth=auth).tools()]
                 assert names == [f"for_{token}"], (round_, token)
-                gc.collect()
+                del auth
+                # the young generations only: a full collection in a test worker that has run
+                # hundreds of tests took over a second each time (3 minutes for this test)
+                gc.collect(1)
         # equal credentials share: every later view of a token was served from the cache
         assert len(server.seen("tools/list")) == len(tokens)
+    assert len(set(ids)) < len(ids) / 2, "the auth objects' ids were not reused: the test proves nothing"
 
 
 def test_many_threads_many_short_lived_views_each_get_their_own_list() -> None:
@@ -101,7 +110,7 @@ def test_many_threads_many_short_lived_views_each_get_their_own_list() -> None:
                     if names != [f"for_{token}"]:
                         wrong.append((token, names))
                     if n % 50 == 0:
-                        gc.collect()
+                        gc.collect(1)
             except BaseException as exc:  # reported below, not lost on the thread
                 errors.append(exc)
 
@@ -139,7 +148,7 @@ def test_a_legacy_view_session_belongs_to_its_very_auth_object(monkeypatch: pyte
                 view = client.bind(auth=Bearer(f"u{n}"))
                 view.call_tool("echo", {"user": n, "round": round_})
                 del view
-                gc.collect()
+                gc.collect(1)
         calls = server.seen("tools/call")
         sessions: dict[str, set[str]] = {}
         for call in calls:

@@ -44,13 +44,14 @@ logging.basicConfig(level=logging.WARNING)
 server, spec = sys.argv[1], sys.argv[2]
 names = [t["name"] for t in json.load(open(spec))]
 out = {}
-with mcp_sync.Client.stdio(sys.executable, [server, spec], timeout=5) as client:
+with mcp_sync.Client.stdio(sys.executable, [server, spec], timeout=60) as client:
     list(client.tools())
     for name in names:
         value = next(t for t in json.load(open(spec)) if t["name"] == name)["result"]
-        start = time.monotonic()
-        result = client.call_tool(name, value, timeout=5, validate=True)
-        out[name] = [time.monotonic() - start, result.structured_content == value]
+        # this process's CPU time (every client thread, not the server's, not other processes' load)
+        start = time.process_time()
+        result = client.call_tool(name, value, timeout=60, validate=True)
+        out[name] = [time.process_time() - start, result.structured_content == value]
 print(json.dumps(out))
 '''
 
@@ -83,8 +84,10 @@ HOSTILE_TOOLS = [
 
 
 def test_hostile_schemas_through_real_calls(tmp_path: Path) -> None:
-    """Each hostile call returns well within its 5 s timeout, with both checks (input on request,
-    output by default) on the hostile value, and the value comes back as the server sent it."""
+    """Each hostile call costs the client well under 5 s of CPU, with both checks (input on request,
+    output by default) on the hostile value, and the value comes back as the server sent it. CPU
+    time, not wall-clock: a loaded machine once took 7 s of wall-clock over the linear check; the
+    quadratic one it replaced takes minutes, and the 120 s bound on the whole run still holds."""
     server = FILE_TOOLS_SERVER
     spec = tmp_path / "tools.json"
     spec.write_text(json.dumps([
