@@ -45,6 +45,35 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return (os.cpu_count() or 1) + 1
 
 
+#: Tests that take tens of seconds each (``--durations`` of a parallel run, #32): they are sent to
+#: the workers first, so that none of them starts last and keeps the run going alone at the end.
+SLOW_FIRST = (
+    "tests/test_conformance.py::test_conformance_scenarios",
+    "tests/test_typed_api.py::test_user_script_passes_mypy_strict",
+    "tests/test_worker_fleet.py::test_a_dask_cluster",
+    "tests/test_llm_hardening.py::test_strict_arguments_match",
+    "tests/test_doc_loops.py::",
+    "tests/test_typed_loop.py::",
+    "tests/test_schema_subset.py::test_quick_check_agrees_with_jsonschema",
+    "tests/test_view_sessions_scale.py::",
+    "tests/test_group_hardening.py::test_template_fits_agrees_with_rfc6570_level1",
+    "tests/test_llm_schema_cleaning.py::test_a_null_is_dropped_only_where_the_schema_refuses_it",
+    "tests/test_llm_formats.py::test_anthropic_loop_end_to_end",
+    "tests/test_llm_formats.py::test_openai_loop_end_to_end",
+    "tests/test_tracing_bounds.py::",
+    "tests/test_port_races.py::",
+    "tests/test_server_restart.py::",
+    "tests/test_cancel_storm.py::",
+    "tests/test_example_notebook.py::",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The slow tests first (a stable sort: the order within each part is kept, and every
+    xdist worker computes the same order, as it must)."""
+    items.sort(key=lambda item: not item.nodeid.startswith(SLOW_FIRST))
+
+
 def fault_args(*extra: str) -> list[str]:
     return [FAULT_SERVER, *extra]
 
