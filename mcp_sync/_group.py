@@ -34,6 +34,7 @@ from .exceptions import CapabilityError, ClientStateError, MCPError, ServerError
 from .models import (
     CallToolResult,
     GetPromptResult,
+    Listing,
     ProgressEvent,
     Prompt,
     ReadResourceResult,
@@ -605,8 +606,9 @@ class ClientGroup(LLMFormatsMixin):
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
-    ) -> Iterator[Tool]:
-        """Every server's tools, fetched lazily, server by server (config order).
+    ) -> Listing[Tool]:
+        """Every server's tools, fetched lazily, server by server (config order): a
+        :class:`~mcp_sync.Listing`, whose ``.show()`` displays them all as one table in Jupyter.
 
         ``prefix=True`` names them ``<server>__<tool>`` (valid for every LLM
         API: ``^[a-zA-Z0-9_-]{1,64}$``, long or odd names shortened with a short
@@ -622,7 +624,7 @@ class ClientGroup(LLMFormatsMixin):
         options = _call_options(
             cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout, headers
         )
-        return self._walk("tool", prefix, options)
+        return Listing(self._walk("tool", prefix, options), "tools")
 
     def prompts(
         self,
@@ -636,7 +638,7 @@ class ClientGroup(LLMFormatsMixin):
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
-    ) -> Iterator[Prompt]:
+    ) -> Listing[Prompt]:
         """Every server's prompts, lazily (``prefix=True`` and the options as for :meth:`tools`).
 
         Example: ``names = [p.name for p in group.prompts()]``
@@ -644,7 +646,7 @@ class ClientGroup(LLMFormatsMixin):
         options = _call_options(
             cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout, headers
         )
-        return self._walk("prompt", prefix, options)
+        return Listing(self._walk("prompt", prefix, options), "prompts")
 
     def resources(
         self,
@@ -657,7 +659,7 @@ class ClientGroup(LLMFormatsMixin):
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
-    ) -> Iterator[Resource]:
+    ) -> Listing[Resource]:
         """Every server's resources, lazily (the options as for :meth:`tools`).
 
         Example: ``uris = [r.uri for r in group.resources()]``
@@ -665,7 +667,7 @@ class ClientGroup(LLMFormatsMixin):
         options = _call_options(
             cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout, headers
         )
-        return self._walk("resource", False, options)
+        return Listing(self._walk("resource", False, options), "resources")
 
     def resource_templates(
         self,
@@ -678,7 +680,7 @@ class ClientGroup(LLMFormatsMixin):
         headers: Mapping[str, str] | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
-    ) -> Iterator[ResourceTemplate]:
+    ) -> Listing[ResourceTemplate]:
         """Every server's resource templates, lazily (the options as for :meth:`tools`).
 
         :meth:`read_resource` then asks first the servers whose listed templates fit an
@@ -689,7 +691,7 @@ class ClientGroup(LLMFormatsMixin):
         options = _call_options(
             cache, timeout, cancel, progress, meta, reset_timeout_on_progress, max_total_timeout, headers
         )
-        return self._walk("resource_template", False, options)
+        return Listing(self._walk("resource_template", False, options), "resource_templates")
 
     def server_of(self, item: Tool | Prompt | Resource | ResourceTemplate | str) -> str:
         """The name of the server a tool, prompt or resource this group listed comes from.

@@ -48,6 +48,20 @@ def test_tools_across_servers_and_server_of(group: mcp_sync.ClientGroup) -> None
     assert group.server_of("countdown") == "demo" and group.server_of("demo__echo") == "demo"
 
 
+def test_a_group_listing_shows_every_server_as_one_table(group: mcp_sync.ClientGroup) -> None:
+    """#30.1: ``group.tools(prefix=True).show()`` is every server's tools, one table in Jupyter;
+    prompts, resources and templates are Listings too."""
+    listing = group.tools(prefix=True)
+    assert isinstance(listing, mcp_sync.Listing)
+    page = listing.show()
+    names = [tool.name for tool in page.items]
+    assert "demo__echo" in names and "everything__get-tiny-image" in names and "sdk__fail" in names
+    html = page._repr_html_()
+    assert '<table class="mcp-sync-tools">' in html and html.count('<tr class="mcp-sync-tools-row">') == len(names)
+    assert all(isinstance(x, mcp_sync.Listing)
+               for x in (group.prompts(), group.resources(), group.resource_templates()))
+
+
 def test_tools_are_listed_lazily(group: mcp_sync.ClientGroup) -> None:
     """Taking the first tool asks only the first server."""
     calls: list[str] = []
