@@ -32,6 +32,7 @@ from ._protocol.handlers import apply_defaults
 from ._protocol.lifecycle import LEGACY_VERSIONS, MODERN_VERSIONS
 from ._protocol.subscriptions import Subscription
 from ._protocol.tasks import Task
+from ._threads import to_thread
 from ._tool_transform import ToolFilter, ToolTransform
 from ._version import __version__
 from .cancellation import CancellationToken
@@ -167,6 +168,7 @@ __all__ = [
     "to_anthropic_tools",
     "to_gemini_tools",
     "to_openai_tools",
+    "to_thread",
 ]
 
 

@@ -8,11 +8,15 @@ thread that is never a transport's reader, so callbacks may call the client.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import queue
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
+
+from .cancellation import CancellationToken
 
 log = logging.getLogger("mcp_sync")
 
@@ -260,6 +264,53 @@ class Dispatcher:
         if self._thread is not None:
             self._queue.put(self._STOP)
             join_quietly(self._thread, timeout)
+
+
+_T = TypeVar("_T")
+
+
+async def to_thread(call: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+    """Await a blocking mcp_sync call from an event loop (FastAPI, an async agent framework).
+
+    The call runs on the running loop's default executor, so the loop is never blocked; the
+    caller's context variables go with it (as :func:`asyncio.to_thread`). Unlike
+    ``asyncio.to_thread``, cancelling the awaiting task cancels the request: when ``call``
+    takes ``cancel=`` and none was given, a :class:`CancellationToken` is passed, and it is
+    cancelled when the task is, so the server is told (``notifications/cancelled``) and the
+    worker thread is freed at once instead of waiting out the call. The task's
+    ``CancelledError`` is re-raised as asyncio expects.
+
+    Example::
+
+        @app.get("/weather")
+        async def weather(city: str) -> str:
+            result = await mcp_sync.to_thread(client.call_tool, "weather", {"city": city})
+            return result.text
+    """
+    import asyncio
+    import contextvars
+
+    token = kwargs.get("cancel")
+    if token is None and _takes_cancel(call):
+        token = kwargs["cancel"] = CancellationToken()
+    context = contextvars.copy_context()
+    loop = asyncio.get_running_loop()
+    future = loop.run_in_executor(None, functools.partial(context.run, call, *args, **kwargs))
+    try:
+        return await future
+    except asyncio.CancelledError:
+        if token is not None:
+            token.cancel("the awaiting asyncio task was cancelled")
+        raise
+
+
+def _takes_cancel(call: Callable[..., Any]) -> bool:
+    """Whether ``call`` accepts a ``cancel=`` keyword (every request method of a client does)."""
+    try:
+        parameters = inspect.signature(call).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+    return "cancel" in parameters
 
 
 async def run_blocking(function: Callable[..., Any], *args: Any) -> Any:

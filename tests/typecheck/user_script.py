@@ -14,6 +14,11 @@ from typing import Any
 import mcp_sync
 
 
+async def from_an_event_loop(client: mcp_sync.Client) -> str:
+    result: mcp_sync.CallToolResult = await mcp_sync.to_thread(client.call_tool, "echo", {"text": "hi"})
+    return result.text
+
+
 def on_elicitation(params: dict[str, Any]) -> dict[str, Any]:
     schema: dict[str, Any] = params.get("requestedSchema") or {}
     return {"action": "accept", "content": mcp_sync.apply_defaults(schema, {"name": "Ada"})}
