@@ -1022,7 +1022,8 @@ class Client(ClientConstructors, ListingMethods, TaskMethods, LLMFormatsMixin):
         timeout = check_timeout(timeout)
         if isinstance(resource_uris, str) or not all(isinstance(uri, str) for uri in resource_uris):
             raise TypeError("listen: resource_uris must be a list of URI strings")
-        self._session.known(self.timeout if timeout is USE_CLIENT_DEFAULT else timeout)  # what may be asked for
+        # what may be asked for (a client pinned to a modern revision asks the server now, once)
+        self._session.known(self.timeout if timeout is USE_CLIENT_DEFAULT else timeout, "subscriptions/listen")
         return self._session.subscriptions.listen(
             tools_list_changed=tools_list_changed,
             prompts_list_changed=prompts_list_changed,

@@ -867,7 +867,9 @@ class Engine:
             self._answer(request_id, error={"code": INTERNAL_ERROR, "message": f"client handler failed: {exc}"})
         else:
             if serving.given_up or serving.cancel.cancelled:
-                log.debug("mcp_sync: %s %r was cancelled by the server: its answer is not sent", method, request_id)
+                # the server cancelled it, or the connection ended (the token's reason says which)
+                log.debug("mcp_sync: %s %r was cancelled (%s): its answer is not sent", method, request_id,
+                          serving.cancel.reason or "by the server")
                 return
             self._answer(request_id, result=result)
 

@@ -208,13 +208,14 @@ class Session:
             self.require(capability, method, options)  # within what is left of the call's timeout
         return negotiated, options
 
-    def known(self, timeout: float | None = None) -> Negotiated:
+    def known(self, timeout: float | None = None, method: str = "connect") -> Negotiated:
         """What was negotiated, with the server's capabilities known: a client that connected
-        without asking (pinned to a modern revision, #31.6) asks ``server/discover`` now, once."""
-        negotiated = self.connected(timeout)
+        without asking (pinned to a modern revision, #31.6) asks ``server/discover`` now, once.
+        ``method`` names the caller's request in errors (a closed client, a failed connect)."""
+        negotiated = self.connected(timeout, None, method)
         if negotiated.discovered == "unknown":
             self.discover(CallOptions(timeout=timeout) if timeout is not None else DEFAULT)
-            negotiated = self.connected(timeout)
+            negotiated = self.connected(timeout, None, method)
         return negotiated
 
     def reconnect(self, timeout: Any, cancel: Any) -> Negotiated:
