@@ -20,6 +20,7 @@ import pytest
 import mcp_sync
 
 from conftest import PY, SDK_SERVER, running_server
+from httpkit import FakeServer, Reply, Request, json_reply
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -148,3 +149,44 @@ def test_a_pinned_stdio_client_goes_inline_too() -> None:
         assert client.call_tool("echo", {"text": "hi"}).text == "hi"
         assert "tools" in client.server_capabilities  # asked now, on the modern connection
         assert client.era == "modern" and client.server_info["supportedVersions"]
+
+
+def _refusing(fake: FakeServer, method: str, supported: list[str], times: int) -> list[int]:
+    """Make ``fake`` answer the first ``times`` ``method`` requests with -32022 listing ``supported``."""
+    refusals = [0]
+
+    def refuse(request: Request) -> Reply | None:
+        if request.rpc_method == method and refusals[0] < times:
+            refusals[0] += 1
+            error = {"code": -32022, "message": "Unsupported protocol version", "data": {"supported": supported}}
+            return json_reply({"jsonrpc": "2.0", "id": request.json["id"], "error": error}, 400)
+        return None
+
+    fake.override = refuse
+    return refusals
+
+
+def test_a_pinned_client_retries_a_request_refused_at_its_revision_once(no_leaks: None) -> None:
+    """V1 without a probe: the first request carries the pinned revision inline; a -32022 listing
+    a revision we speak (even the one sent, as the conformance suite's request-metadata does)
+    sends it once more at that revision, and the client goes on at it."""
+    with FakeServer("modern") as fake:
+        refusals = _refusing(fake, "tools/list", ["2026-07-28"], 1)
+        with mcp_sync.Client.http(fake.url, protocol_version="2026-07-28") as client:
+            assert [tool.name for tool in client.tools()] == ["echo"]
+            assert client.protocol_version == "2026-07-28"
+        assert refusals[0] == 1 and len(fake.seen("tools/list")) == 2
+        assert not fake.seen("server/discover")
+
+
+@pytest.mark.parametrize(("supported", "sent"), [(["2026-07-28"], 2), (["2025-11-25"], 1), ([], 1)])
+def test_a_refusal_that_stands_is_raised_without_a_loop(no_leaks: None, supported: list[str], sent: int) -> None:
+    """Refused again after the retry, or listing only revisions this era cannot use: the error,
+    naming what the server speaks; never more than one retry."""
+    with FakeServer("modern") as fake:
+        _refusing(fake, "tools/call", supported, 10)
+        with mcp_sync.Client.http(fake.url, protocol_version="2026-07-28", timeout=10) as client:
+            with pytest.raises(mcp_sync.UnsupportedProtocolVersionError) as caught:
+                client.call_tool("echo", {"text": "hi"})
+            assert caught.value.supported == supported
+        assert len(fake.seen("tools/call")) == sent

@@ -33,13 +33,14 @@ from ..exceptions import (
     ProtocolError,
     ServerUnreachable,
     SessionExpiredError,
+    UnsupportedProtocolVersionError,
 )
 from ..transports.base import declared
 from .cache import CACHEABLE_METHODS, ResultCache, is_retry
 from .connection import ClientState, Connection
 from .handlers import Handlers, RequestContext, is_file_uri
 from .hosted_tasks import TASK_METHODS
-from .lifecycle import Lifecycle, Negotiated
+from .lifecycle import MODERN_VERSIONS, Lifecycle, Negotiated
 from .subscriptions import Subscriptions
 from .tool_headers import ToolHeaders
 from .tracing import Tracing
@@ -272,6 +273,17 @@ class Session:
                     progress_token=progress_token, progress_event=progress_event,
                 )
                 break
+            except UnsupportedProtocolVersionError as exc:
+                # V1: a modern server that rejects the revision a request carried and lists one we
+                # speak (even the very one sent) gets the request once more at it. A client that
+                # connected without asking (pinned, #31.6) learns the server's revision this way.
+                retry_at = self._revision_to_retry(negotiated, exc) if attempt == 1 else None
+                if retry_at is None:
+                    raise
+                negotiated = retry_at
+                wire_params = self.lifecycle.params(negotiated, params, options.meta, options.extensions)
+                log.info("mcp_sync: %s: the server asked for revision %s; sending it again",
+                         method, negotiated.protocol_version)
             except ConnectionClosed as exc:
                 # H13: a modern response stream that broke while the connection lives on is
                 # re-issued once, as a new request with a new id, if it is safe to repeat; so is
@@ -292,6 +304,25 @@ class Session:
         if kind == "task" and method == "tools/call" and self.declares_tasks(options.extensions):
             return result  # X2: only tools/call, only when the extension was declared
         raise ProtocolError(f"{method}: unexpected resultType {kind!r}", method=method)  # J4, R1
+
+    def _revision_to_retry(self, negotiated: Negotiated, error: UnsupportedProtocolVersionError
+                           ) -> Negotiated | None:
+        """What to send a request rejected with -32022 again at (V1): the newest modern revision
+        both sides speak, made the connection's own; None when there is none (legacy, or only
+        revisions we do not speak: the error stands)."""
+        if negotiated.era != "modern":
+            return None
+        mutual = [version for version in MODERN_VERSIONS if version in error.supported]
+        if not mutual:
+            return None
+        if mutual[0] == negotiated.protocol_version:
+            return negotiated
+        connection = self.connection
+        with connection.lock:
+            current = connection.negotiated
+            if current is negotiated:
+                current = connection.negotiated = attrs.evolve(negotiated, protocol_version=mutual[0])
+        return current if current is not None and current.era == "modern" else None
 
     def send_cached(self, method: str, params: dict[str, Any] | None, options: CallOptions = DEFAULT
                     ) -> dict[str, Any]:
