@@ -114,11 +114,22 @@ def choose_model(params: Mapping[str, Any], model: str, models: Sequence[str] = 
     return model
 
 
-def _sampling_messages(params: Mapping[str, Any], fmt: str) -> list[dict[str, Any]]:
+def _sampling_messages(params: Mapping[str, Any], fmt: str, wire_names: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The request's messages in ``fmt``'s shapes, each earlier ``tool_use`` under the name its tool
+    is offered by (``wire_names``: a name no LLM API takes is offered shortened)."""
     messages = params.get("messages")
-    pairs = [(str(m.get("role")), m.get("content")) for m in (messages if isinstance(messages, list) else [])
+    pairs = [(str(m.get("role")), _offered_names(m.get("content"), wire_names))
+             for m in (messages if isinstance(messages, list) else [])
              if isinstance(m, Mapping) and m.get("role") in ("user", "assistant")]
     return chat_messages(pairs, fmt)
+
+
+def _offered_names(content: Any, wire_names: Mapping[str, str]) -> Any:
+    def renamed(block: Any) -> Any:
+        name = block.get("name") if isinstance(block, Mapping) and block.get("type") == "tool_use" else None
+        return {**block, "name": wire_names[name]} if isinstance(name, str) and name in wire_names else block
+
+    return [renamed(block) for block in content] if isinstance(content, list) else renamed(content)
 
 
 def _sampling_tools(params: Mapping[str, Any]) -> tuple[list[Tool], dict[str, str]]:
@@ -297,8 +308,8 @@ class _Ask:
         self.model = choose_model(params, model, models)
         system = params.get("systemPrompt")
         self.system: str | None = system if isinstance(system, str) and system else None
-        self.messages = _sampling_messages(params, fmt)
         self.tools, self._names = _sampling_tools(params)
+        self.messages = _sampling_messages(params, fmt, {name: wire for wire, name in self._names.items()})
         self.mode = _tool_mode(params)
 
     def tool_use(self, call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
