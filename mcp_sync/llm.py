@@ -512,7 +512,8 @@ def gemini_sampling(
     comes back as a CreateMessageResult (function calls as ``tool_use`` blocks,
     ``stopReason`` ``endTurn``, ``maxTokens`` or ``toolUse``; Gemini says no
     more when a stop sequence ended the answer, so that is ``endTurn`` too).
-    ``timeout`` bounds each API request. Runs on the client's handler threads.
+    ``timeout`` bounds each API request (seconds above 0, or None; a wrong
+    value raises ValueError here). Runs on the client's handler threads.
 
     What a server may spend is bounded by the same keywords, defaults and
     refusals as :func:`openai_sampling` (there in full), with
@@ -531,6 +532,11 @@ def gemini_sampling(
                              temperature_range=temperature_range, max_requests=max_requests,
                              per_seconds=per_seconds)
 
+    if timeout is not None and not (_real(timeout) and timeout > 0):
+        raise ValueError(f"timeout must be a finite number of seconds above 0, or None, not {timeout!r:.40}")
+    # the SDK's per-request timeout is in milliseconds
+    http_options = None if timeout is None else {"timeout": max(1, math.ceil(timeout * 1000))}
+
     def on_sampling(params: dict[str, Any]) -> dict[str, Any]:
         ask = _Ask(params, bounds, "gemini", model, models)
         config: dict[str, Any] = {"max_output_tokens": ask.max_tokens}
@@ -545,8 +551,8 @@ def gemini_sampling(
             if ask.mode is not None:
                 modes = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
                 config["tool_config"] = {"function_calling_config": {"mode": modes[ask.mode]}}
-        if timeout is not None:  # the SDK's per-request timeout is in milliseconds
-            config["http_options"] = {"timeout": max(1, math.ceil(timeout * 1000))}
+        if http_options is not None:
+            config["http_options"] = http_options
         bounds.spend()
         response = _as_dict(genai_client.models.generate_content(model=ask.model, contents=ask.messages,
                                                                 config=config))

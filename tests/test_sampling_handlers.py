@@ -150,3 +150,15 @@ def test_an_earlier_tool_use_is_sent_under_the_offered_name() -> None:
     assert openai_body["messages"][1]["tool_calls"][0]["function"]["name"] == WIRE_NAME
     assert anthropic_body["messages"][1]["content"][0]["name"] == WIRE_NAME
     assert later["messages"][1]["content"]["name"] == ODD_NAME  # the request itself is left as it came
+
+
+def test_gemini_timeout_is_sent_in_milliseconds_and_checked_when_the_handler_is_made() -> None:
+    """The SDK takes milliseconds and tells the API the whole seconds, rounded up (x-server-timeout)."""
+    with FakeProvider([gemini_response([{"text": "ok"}], "STOP")] * 3) as fake:
+        _gemini(fake, timeout=7.5)({"messages": PARAMS["messages"][:1]})
+        _gemini(fake, timeout=0.0001)({"messages": PARAMS["messages"][:1]})  # under a millisecond: 1 ms
+        _gemini(fake, timeout=None)({"messages": PARAMS["messages"][:1]})
+    assert [headers.get("x-server-timeout") for _, headers, _ in fake.requests] == ["8", "1", None]
+    for timeout in (0, -1, float("inf"), float("nan"), "60"):
+        with pytest.raises(ValueError, match=r"^timeout must be"):
+            mcp_sync.llm.gemini_sampling(object(), model="gemini-2.5-pro", timeout=timeout)  # type: ignore[arg-type]
