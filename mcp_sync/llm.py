@@ -3,8 +3,8 @@
 ``import mcp_sync.llm`` imports no provider SDK or framework: each function imports what it needs
 when called (and says which package to install if it is missing).
 
-- :func:`openai_sampling` / :func:`anthropic_sampling`: an ``on_sampling`` handler answering a
-  server's ``sampling/createMessage`` with the provider's model;
+- :func:`openai_sampling` / :func:`anthropic_sampling` / :func:`gemini_sampling`: an
+  ``on_sampling`` handler answering a server's ``sampling/createMessage`` with the provider's model;
 - :func:`to_langchain_tools`: LangChain ``StructuredTool`` objects calling a client or group;
 - :func:`to_openai_agents_tools`: OpenAI Agents SDK ``FunctionTool`` objects, the same.
 
@@ -27,10 +27,18 @@ import logging
 import math
 import threading
 import time
+import uuid
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 from ._chat import chat_messages
-from ._llm_formats import assign_names, drop_optional_nulls, result_text, to_anthropic_tools, to_openai_tools
+from ._llm_formats import (
+    assign_names,
+    drop_optional_nulls,
+    result_text,
+    to_anthropic_tools,
+    to_gemini_tools,
+    to_openai_tools,
+)
 from ._threads import run_blocking
 from .exceptions import INVALID_PARAMS, MCPError, ServerRequestError
 from .models import CallToolResult, Tool
@@ -43,7 +51,7 @@ if TYPE_CHECKING:
 else:
     ClientOrGroup = Any
 
-__all__ = ["anthropic_sampling", "openai_sampling", "to_langchain_tools", "to_openai_agents_tools"]
+__all__ = ["anthropic_sampling", "gemini_sampling", "openai_sampling", "to_langchain_tools", "to_openai_agents_tools"]
 
 log = logging.getLogger("mcp_sync")
 
@@ -51,6 +59,7 @@ SamplingHandler = Callable[[dict], dict]
 _MAX_HINTS = 20  # model hints looked at, each compared on its first _MAX_HINT_CHARS characters
 _MAX_HINT_CHARS = 200
 _OPENAI_STOPS = 4  # Chat Completions takes at most 4 stop sequences
+_GEMINI_STOPS = 5  # generateContent takes at most 5
 _DEFAULT_MAX_TOKENS = 1024  # sent when a request has no usable maxTokens (then capped by the ceiling)
 
 # What a server's sampling request may cost by default (#28.5); each is a keyword of the samplers.
@@ -62,6 +71,7 @@ MAX_REQUESTS = 10  # provider calls per sampler ...
 PER_SECONDS = 60.0  # ... in any window of this many seconds; more is refused
 OPENAI_TEMPERATURES = (0.0, 2.0)  # the providers' ranges; a temperature outside is refused
 ANTHROPIC_TEMPERATURES = (0.0, 1.0)
+GEMINI_TEMPERATURES = (0.0, 2.0)
 _LARGEST_FLOAT = 1.7976931348623157e308
 BUDGET_REFUSED = -1  # the code of a budget refusal: the client declines, as a user would
 
@@ -76,8 +86,8 @@ def _need(module: str, package: str, what: str) -> Any:
 
 
 def _as_dict(obj: Any) -> Any:
-    dump = getattr(obj, "model_dump", None)
-    return dump() if callable(dump) and not isinstance(obj, Mapping) else obj
+    dump = getattr(obj, "model_dump", None)  # JSON mode: enums (Gemini's finish reasons) as their strings
+    return dump(mode="json") if callable(dump) and not isinstance(obj, Mapping) else obj
 
 
 # -- sampling -------------------------------------------------------------------------------------
@@ -104,11 +114,22 @@ def choose_model(params: Mapping[str, Any], model: str, models: Sequence[str] = 
     return model
 
 
-def _sampling_messages(params: Mapping[str, Any], fmt: str) -> list[dict[str, Any]]:
+def _sampling_messages(params: Mapping[str, Any], fmt: str, wire_names: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The request's messages in ``fmt``'s shapes, each earlier ``tool_use`` under the name its tool
+    is offered by (``wire_names``: a name no LLM API takes is offered shortened)."""
     messages = params.get("messages")
-    pairs = [(str(m.get("role")), m.get("content")) for m in (messages if isinstance(messages, list) else [])
+    pairs = [(str(m.get("role")), _offered_names(m.get("content"), wire_names))
+             for m in (messages if isinstance(messages, list) else [])
              if isinstance(m, Mapping) and m.get("role") in ("user", "assistant")]
     return chat_messages(pairs, fmt)
+
+
+def _offered_names(content: Any, wire_names: Mapping[str, str]) -> Any:
+    def renamed(block: Any) -> Any:
+        name = block.get("name") if isinstance(block, Mapping) and block.get("type") == "tool_use" else None
+        return {**block, "name": wire_names[name]} if isinstance(name, str) and name in wire_names else block
+
+    return [renamed(block) for block in content] if isinstance(content, list) else renamed(content)
 
 
 def _sampling_tools(params: Mapping[str, Any]) -> tuple[list[Tool], dict[str, str]]:
@@ -272,6 +293,36 @@ class _SamplingBounds:
             self._starts.append(now)
 
 
+class _Ask:
+    """One sampling request as each provider's handler takes it (#20.3): checked against the bounds
+    (a refusal raises here, before anything is built), the model chosen from the hints, the system
+    prompt (None when empty), the messages in ``fmt``'s shapes, the tools offered and their mode.
+
+    Example: ``ask = _Ask(params, bounds, "gemini", "gemini-2.5-pro", ["gemini-2.5-flash"])``, then
+    ``ask.result(model, [ask.tool_use("c1", "get_weather", {"city": "Oslo"})], "toolUse")``.
+    """
+
+    def __init__(self, params: Mapping[str, Any], bounds: _SamplingBounds, fmt: str, model: str,
+                 models: Sequence[str]) -> None:
+        self.max_tokens, self.stops, self.temperature = bounds.check(params)
+        self.model = choose_model(params, model, models)
+        system = params.get("systemPrompt")
+        self.system: str | None = system if isinstance(system, str) and system else None
+        self.tools, self._names = _sampling_tools(params)
+        self.messages = _sampling_messages(params, fmt, {name: wire for wire, name in self._names.items()})
+        self.mode = _tool_mode(params)
+
+    def tool_use(self, call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
+        """A model's tool call as a ``tool_use`` block: the tool's name as the server offered it."""
+        name = str(name or "")
+        return {"type": "tool_use", "id": str(call_id or ""), "name": self._names.get(name, name),
+                "input": arguments if isinstance(arguments, dict) else {}}
+
+    def result(self, answered_by: Any, blocks: list[dict[str, Any]], stop: str | None) -> dict[str, Any]:
+        """The CreateMessageResult: the model the provider names, else the one asked."""
+        return _result(str(answered_by or self.model), blocks, stop, bool(self.tools))
+
+
 def openai_sampling(
     openai_client: Any,
     model: str,
@@ -329,23 +380,18 @@ def openai_sampling(
                              per_seconds=per_seconds)
 
     def on_sampling(params: dict[str, Any]) -> dict[str, Any]:
-        max_tokens, stops, temperature = bounds.check(params)
-        messages: list[dict[str, Any]] = []
-        if isinstance(params.get("systemPrompt"), str) and params["systemPrompt"]:
-            messages.append({"role": "system", "content": params["systemPrompt"]})
-        messages += _sampling_messages(params, "openai")
-        request: dict[str, Any] = {"model": choose_model(params, model, models), "messages": messages,
-                                   "max_completion_tokens": max_tokens}
-        if stops:
-            request["stop"] = stops[:_OPENAI_STOPS]
-        if temperature is not None:
-            request["temperature"] = temperature
-        tools, names = _sampling_tools(params)
-        if tools:
-            request["tools"] = to_openai_tools(tools)
-            mode = _tool_mode(params)
-            if mode is not None:
-                request["tool_choice"] = mode
+        ask = _Ask(params, bounds, "openai", model, models)
+        system = [{"role": "system", "content": ask.system}] if ask.system else []
+        request: dict[str, Any] = {"model": ask.model, "messages": system + ask.messages,
+                                   "max_completion_tokens": ask.max_tokens}
+        if ask.stops:
+            request["stop"] = ask.stops[:_OPENAI_STOPS]
+        if ask.temperature is not None:
+            request["temperature"] = ask.temperature
+        if ask.tools:
+            request["tools"] = to_openai_tools(ask.tools)
+            if ask.mode is not None:
+                request["tool_choice"] = ask.mode
         bounds.spend()
         response = _as_dict(openai_client.chat.completions.create(**request, timeout=timeout))
         choice = (response.get("choices") or [{}])[0]
@@ -359,12 +405,10 @@ def openai_sampling(
                 arguments = json.loads(function.get("arguments") or "{}")
             except ValueError:
                 arguments = {}
-            name = str(function.get("name", ""))
-            blocks.append({"type": "tool_use", "id": str(call.get("id", "")), "name": names.get(name, name),
-                           "input": arguments if isinstance(arguments, dict) else {}})
+            blocks.append(ask.tool_use(call.get("id"), function.get("name"), arguments))
         finish = choice.get("finish_reason")
         stop = {"stop": "endTurn", "length": "maxTokens", "tool_calls": "toolUse"}.get(finish, finish)
-        return _result(str(response.get("model") or request["model"]), blocks, stop, bool(tools))
+        return ask.result(response.get("model"), blocks, stop)
 
     return on_sampling
 
@@ -412,21 +456,18 @@ def anthropic_sampling(
                              per_seconds=per_seconds)
 
     def on_sampling(params: dict[str, Any]) -> dict[str, Any]:
-        max_tokens, stops, temperature = bounds.check(params)
-        request: dict[str, Any] = {"model": choose_model(params, model, models), "max_tokens": max_tokens,
-                                   "messages": _sampling_messages(params, "anthropic")}
-        if isinstance(params.get("systemPrompt"), str) and params["systemPrompt"]:
-            request["system"] = params["systemPrompt"]
-        if stops:
-            request["stop_sequences"] = stops
-        if temperature is not None:  # in the body: recent SDKs have no parameter
-            request["extra_body"] = {"temperature": temperature}
-        tools, names = _sampling_tools(params)
-        if tools:
-            request["tools"] = to_anthropic_tools(tools)
-            mode = _tool_mode(params)
-            if mode is not None:
-                request["tool_choice"] = {"type": {"required": "any"}.get(mode, mode)}
+        ask = _Ask(params, bounds, "anthropic", model, models)
+        request: dict[str, Any] = {"model": ask.model, "max_tokens": ask.max_tokens, "messages": ask.messages}
+        if ask.system:
+            request["system"] = ask.system
+        if ask.stops:
+            request["stop_sequences"] = ask.stops
+        if ask.temperature is not None:  # in the body: recent SDKs have no parameter
+            request["extra_body"] = {"temperature": ask.temperature}
+        if ask.tools:
+            request["tools"] = to_anthropic_tools(ask.tools)
+            if ask.mode is not None:
+                request["tool_choice"] = {"type": {"required": "any"}.get(ask.mode, ask.mode)}
         bounds.spend()
         response = _as_dict(anthropic_client.messages.create(**request, timeout=timeout))
         blocks: list[dict[str, Any]] = []
@@ -434,14 +475,103 @@ def anthropic_sampling(
             if block.get("type") == "text":
                 blocks.append({"type": "text", "text": str(block.get("text", ""))})
             elif block.get("type") == "tool_use":
-                name = str(block.get("name", ""))
-                tool_input = block.get("input")
-                blocks.append({"type": "tool_use", "id": str(block.get("id", "")), "name": names.get(name, name),
-                               "input": tool_input if isinstance(tool_input, dict) else {}})
+                blocks.append(ask.tool_use(block.get("id"), block.get("name"), block.get("input")))
         reason = response.get("stop_reason")
         stop = {"end_turn": "endTurn", "max_tokens": "maxTokens", "stop_sequence": "stopSequence",
                 "tool_use": "toolUse"}.get(reason, reason)
-        return _result(str(response.get("model") or request["model"]), blocks, stop, bool(tools))
+        return ask.result(response.get("model"), blocks, stop)
+
+    return on_sampling
+
+
+def gemini_sampling(
+    genai_client: Any,
+    model: str,
+    *,
+    models: Sequence[str] = (),
+    max_tokens_limit: int | None = MAX_TOKENS_LIMIT,
+    max_stop_sequences: int = MAX_STOP_SEQUENCES,
+    max_stop_sequence_chars: int = MAX_STOP_SEQUENCE_CHARS,
+    max_input_chars: int = MAX_INPUT_CHARS,
+    temperature_range: tuple[float, float] = GEMINI_TEMPERATURES,
+    max_requests: int = MAX_REQUESTS,
+    per_seconds: float = PER_SECONDS,
+    timeout: float | None = 120.0,
+) -> SamplingHandler:
+    """An ``on_sampling`` handler answering with Google's Gemini API (the ``google-genai`` SDK).
+
+    ``genai_client`` is a ``google.genai.Client()`` (the Gemini API or Vertex AI).
+    Each request maps to one ``models.generate_content``: the messages (text,
+    images, audio, documents, tool use and results) as Gemini contents, the
+    ``systemPrompt`` as ``system_instruction``, ``maxTokens`` as
+    ``max_output_tokens``, ``stopSequences`` (the first 5: the API takes no
+    more), ``temperature`` (``temperature_range`` 0..2), and with
+    ``sampling_tools=True`` the request's tools as function declarations and
+    ``toolChoice`` (``auto``, ``required`` as ``ANY``, ``none``).
+    ``modelPreferences.hints`` pick among ``model`` and ``models``. The answer
+    comes back as a CreateMessageResult (function calls as ``tool_use`` blocks,
+    ``stopReason`` ``endTurn``, ``maxTokens`` or ``toolUse``; Gemini says no
+    more when a stop sequence ended the answer, so that is ``endTurn`` too).
+    ``timeout`` bounds each API request (seconds above 0, or None; a wrong
+    value raises ValueError here). Runs on the client's handler threads.
+
+    What a server may spend is bounded by the same keywords, defaults and
+    refusals as :func:`openai_sampling` (there in full), with
+    ``temperature_range`` Gemini's 0..2.
+
+    Example::
+
+        from google import genai
+
+        on_sampling = mcp_sync.llm.gemini_sampling(genai.Client(), model="gemini-2.5-flash",
+                                                   max_tokens_limit=1000, max_requests=5)
+        client = mcp_sync.Client.stdio("python", ["server.py"], on_sampling=on_sampling)
+    """
+    bounds = _SamplingBounds(max_tokens_limit=max_tokens_limit, max_stop_sequences=max_stop_sequences,
+                             max_stop_sequence_chars=max_stop_sequence_chars, max_input_chars=max_input_chars,
+                             temperature_range=temperature_range, max_requests=max_requests,
+                             per_seconds=per_seconds)
+
+    if timeout is not None and not (_real(timeout) and timeout > 0):
+        raise ValueError(f"timeout must be a finite number of seconds above 0, or None, not {timeout!r:.40}")
+    # the SDK's per-request timeout is in milliseconds
+    http_options = None if timeout is None else {"timeout": max(1, math.ceil(timeout * 1000))}
+
+    def on_sampling(params: dict[str, Any]) -> dict[str, Any]:
+        ask = _Ask(params, bounds, "gemini", model, models)
+        config: dict[str, Any] = {"max_output_tokens": ask.max_tokens}
+        if ask.system:
+            config["system_instruction"] = ask.system
+        if ask.stops:
+            config["stop_sequences"] = ask.stops[:_GEMINI_STOPS]
+        if ask.temperature is not None:
+            config["temperature"] = ask.temperature
+        if ask.tools:
+            config["tools"] = to_gemini_tools(ask.tools)
+            if ask.mode is not None:
+                modes = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
+                config["tool_config"] = {"function_calling_config": {"mode": modes[ask.mode]}}
+        if http_options is not None:
+            config["http_options"] = http_options
+        bounds.spend()
+        response = _as_dict(genai_client.models.generate_content(model=ask.model, contents=ask.messages,
+                                                                config=config))
+        candidate = (response.get("candidates") or [{}])[0] or {}
+        blocks: list[dict[str, Any]] = []
+        for part in (candidate.get("content") or {}).get("parts") or []:
+            call = part.get("function_call")
+            if isinstance(call, Mapping):  # Gemini may give no id: one is made, for the tool_result to name
+                blocks.append(ask.tool_use(call.get("id") or f"call_{uuid.uuid4().hex[:24]}", call.get("name"),
+                                           call.get("args")))
+            elif isinstance(part.get("text"), str) and part["text"] and not part.get("thought"):
+                blocks.append({"type": "text", "text": part["text"]})
+        reason: Any = candidate.get("finish_reason")
+        if reason is None:
+            reason = (response.get("prompt_feedback") or {}).get("block_reason")  # the prompt was blocked
+        stop = {"STOP": "endTurn", "MAX_TOKENS": "maxTokens"}.get(reason, reason)
+        if stop == "endTurn" and any(block["type"] == "tool_use" for block in blocks):
+            stop = "toolUse"  # Gemini finishes a function call with STOP
+        return ask.result(response.get("model_version"), blocks, stop)
 
     return on_sampling
 

@@ -171,7 +171,7 @@ def provider_message_validator(fmt: str) -> Any:
 
 
 class FakeProvider:
-    """A local stand-in for the OpenAI and Anthropic HTTP APIs: answers each POST with the next
+    """A local stand-in for the OpenAI, Anthropic and Gemini HTTP APIs: answers each POST with the next
     scripted reply and records ``(path, headers, body)`` (header names in lower case: the SDKs
     send them so). ``close()`` stops its thread."""
 
@@ -225,3 +225,13 @@ def anthropic_message(content: list[dict[str, Any]], stop: str | None, model: st
     """An Anthropic Messages reply of ``content`` blocks, stopped for ``stop``."""
     return {"id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": content,
             "stop_reason": stop, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+
+
+def gemini_response(parts: list[dict[str, Any]], finish: str | None,
+                    model: str = "gemini-2.5-flash-001") -> dict[str, Any]:
+    """A Gemini ``generateContent`` reply with one candidate of ``parts``, finished for ``finish``."""
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+    if finish is not None:
+        candidate["finishReason"] = finish
+    return {"candidates": [candidate], "modelVersion": model,
+            "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2}}

@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple, Union
 
 import attrs
 import pytest
-from helpers import FakeProvider, anthropic_message, chat_completion, provider_message_validator
+from helpers import FakeProvider, anthropic_message, chat_completion, gemini_response, provider_message_validator
 from typing_extensions import NotRequired, TypedDict
 
 import mcp_sync
@@ -587,6 +587,56 @@ def test_anthropic_sampling(mode: str) -> None:
         fake.close()
 
 
+@pytest.mark.parametrize("mode", ["modern", "legacy"])
+def test_gemini_sampling(mode: str) -> None:
+    """The SDK server's ask_llm (a system prompt, maxTokens 77, stop sequence END, temperature 0.25,
+    the hint "mini", an image) and ask_llm_tools through the real google-genai SDK and a fake
+    generateContent endpoint."""
+    import json
+
+    from google import genai
+
+    import mcp_sync.llm
+
+    fake = FakeProvider([
+        gemini_response([{"text": "4"}, {"text": "thinking...", "thought": True}, {"text": "2"}], "STOP",
+                        model="gemini-2.5-flash-001"),
+        gemini_response([{"text": "Looking."}, {"functionCall": {"id": "fc_1", "name": "get_weather",
+                                                                 "args": {"city": "Oslo"}}}], "STOP",
+                        model="learnlm-2.0-001"),
+    ])
+    try:
+        client = genai.Client(api_key="gm-test", http_options={"base_url": fake.url, "api_version": "v1beta"})
+        # "mini" is a substring of every "gemini-..." name: a first choice without it shows the hint at work
+        handler = mcp_sync.llm.gemini_sampling(client, model="learnlm-2.0", models=["gemini-2.5-flash"],
+                                               max_tokens_limit=64)
+        with _sampling_client(mode, handler) as mcp_client:
+            answer = json.loads(mcp_client.call_tool("ask_llm", {"question": "What is 6 x 7?"}).text)
+            assert answer == {"role": "assistant", "content": {"type": "text", "text": "42"},  # no thought
+                              "model": "gemini-2.5-flash-001", "stopReason": "endTurn"}
+            with_tools = json.loads(mcp_client.call_tool("ask_llm_tools", {"question": "Weather in Oslo?"}).text)
+            assert with_tools["stopReason"] == "toolUse" and with_tools["model"] == "learnlm-2.0-001"
+            assert with_tools["content"] == [
+                {"type": "text", "text": "Looking."},
+                {"type": "tool_use", "id": "fc_1", "name": "get_weather", "input": {"city": "Oslo"}}]
+        (path, headers, body), (tools_path, _, tools_body) = fake.requests
+        assert path == "/v1beta/models/gemini-2.5-flash:generateContent"  # the hint "mini" chose it
+        assert tools_path == "/v1beta/models/learnlm-2.0:generateContent" and headers["x-goog-api-key"] == "gm-test"
+        assert body["systemInstruction"]["parts"] == [{"text": "Answer briefly."}]
+        generation = body["generationConfig"]
+        assert (generation["maxOutputTokens"], generation["stopSequences"], generation["temperature"]) == (
+            64, ["END"], 0.25)  # 77 clamped to max_tokens_limit
+        (content,) = body["contents"]
+        assert content["role"] == "user" and content["parts"][0] == {"text": "What is 6 x 7?"}
+        assert content["parts"][1]["inlineData"]["data"].startswith("iVBORw0KGgo") and "tools" not in body
+        (declaration,) = tools_body["tools"][0]["functionDeclarations"]
+        assert declaration["name"] == "get_weather" and declaration["parameters"]["required"] == ["city"]
+        assert tools_body["toolConfig"] == {"functionCallingConfig": {"mode": "AUTO"}}
+        assert tools_body["generationConfig"]["maxOutputTokens"] == 50
+    finally:
+        fake.close()
+
+
 def test_sampling_messages_with_tool_results_map_to_each_provider() -> None:
     """A later round of a tool loop: the assistant's tool_use, then the user's tool_result."""
     from mcp_sync._chat import chat_messages
@@ -839,7 +889,8 @@ def test_new_callables_type_hints_resolve() -> None:
 
     import mcp_sync.llm
 
-    for function in (mcp_sync.llm.openai_sampling, mcp_sync.llm.anthropic_sampling, mcp_sync.llm.to_langchain_tools,
+    for function in (mcp_sync.llm.openai_sampling, mcp_sync.llm.anthropic_sampling, mcp_sync.llm.gemini_sampling,
+                     mcp_sync.llm.to_langchain_tools,
                      mcp_sync.llm.to_openai_agents_tools, mcp_sync.llm.choose_model, mcp_sync.Client.inprocess,
                      mcp_sync.Client.call_tool, mcp_sync.ClientGroup.add, mcp_sync.ClientGroup.remove,
                      mcp_sync.ClientGroup.call_tool_as_task, mcp_sync.GetPromptResult.to_messages):

@@ -1,5 +1,5 @@
 """Sampling through an LLM is bounded by default (#28.5): what a server's ``sampling/createMessage``
-may make ``mcp_sync.llm.openai_sampling`` / ``anthropic_sampling`` spend.
+may make ``mcp_sync.llm.openai_sampling`` / ``anthropic_sampling`` / ``gemini_sampling`` spend.
 
 The issue's cases: a ``maxTokens`` of 1e9 reached the provider, 5,000 stop sequences and a
 temperature of 1e308 reached Anthropic, and one tool call made 60 paid calls. Now ``maxTokens``
@@ -9,7 +9,8 @@ reach the provider. Each bound is a keyword, checked when the handler is made; e
 ServerRequestError, which a legacy server gets as a JSON-RPC error (end to end below, through an
 in-process SDK server) and which makes a modern server's call raise InputRequiredError.
 
-The provider is a recording stand-in for the SDK client (``FakeOpenAI`` / ``FakeAnthropic``), or
+The provider is a recording stand-in for the SDK client (``FakeOpenAI`` / ``FakeAnthropic`` /
+``FakeGemini``), or
 the real SDKs against helpers.FakeProvider (a loopback fake of the HTTP API).
 """
 
@@ -23,7 +24,7 @@ from types import SimpleNamespace
 from typing import Annotated, Any, Callable
 
 import pytest
-from helpers import FakeProvider, anthropic_message, chat_completion
+from helpers import FakeProvider, anthropic_message, chat_completion, gemini_response
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp.server.mcpserver import Context, MCPServer, Resolve
@@ -67,7 +68,21 @@ class FakeAnthropic:
         return anthropic_message([{"type": "text", "text": "ok"}], "end_turn")
 
 
-Fake = Any  # FakeOpenAI or FakeAnthropic
+class FakeGemini:
+    """Records each ``models.generate_content`` (its model, contents and config) and answers "ok"."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self.models = SimpleNamespace(generate_content=self._generate)
+
+    def _generate(self, *, model: str, contents: Any, config: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            self.calls.append({"model": model, "contents": contents, **config})
+        return {"candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]}, "finish_reason": "STOP"}]}
+
+
+Fake = Any  # FakeOpenAI, FakeAnthropic or FakeGemini
 
 
 def make(provider: str, **options: Any) -> tuple[Fake, Callable[[dict], dict]]:
@@ -75,6 +90,9 @@ def make(provider: str, **options: Any) -> tuple[Fake, Callable[[dict], dict]]:
     if provider == "openai":
         openai_fake = FakeOpenAI()
         return openai_fake, mcp_sync.llm.openai_sampling(openai_fake, model="gpt-4.1", **options)
+    if provider == "gemini":
+        gemini_fake = FakeGemini()
+        return gemini_fake, mcp_sync.llm.gemini_sampling(gemini_fake, model="gemini-2.5-flash", **options)
     anthropic_fake = FakeAnthropic()
     return anthropic_fake, mcp_sync.llm.anthropic_sampling(anthropic_fake, model="claude-big", **options)
 
@@ -83,10 +101,14 @@ def sent(provider: str, call: dict[str, Any]) -> tuple[Any, Any, Any]:
     """(max tokens, stop sequences, temperature) of one provider call, None where absent."""
     if provider == "openai":
         return call["max_completion_tokens"], call.get("stop"), call.get("temperature")
+    if provider == "gemini":
+        return call["max_output_tokens"], call.get("stop_sequences"), call.get("temperature")
     return call["max_tokens"], call.get("stop_sequences"), (call.get("extra_body") or {}).get("temperature")
 
 
-PROVIDERS = pytest.mark.parametrize("provider", ["openai", "anthropic"])
+PROVIDERS = pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+STOPS_TAKEN = {"openai": 4, "gemini": 5}  # what each API takes at most (Anthropic: no limit)
+TEMPERATURES = {"openai": (0.0, 2.0), "anthropic": (0.0, 1.0), "gemini": (0.0, 2.0)}
 
 
 def refused(handler: Callable[[dict], dict], params: dict[str, Any], code: int = INVALID_PARAMS) -> str:
@@ -114,15 +136,23 @@ def test_a_max_tokens_of_1e9_is_clamped_to_the_default_ceiling(provider: str) ->
 def test_the_real_sdks_send_the_clamped_max_tokens() -> None:
     import anthropic
     import openai
+    from google import genai
 
     with FakeProvider([chat_completion({"content": "42"}, "stop"),
-                       anthropic_message([{"type": "text", "text": "42"}], "end_turn")]) as fake:
+                       anthropic_message([{"type": "text", "text": "42"}], "end_turn"),
+                       gemini_response([{"text": "42"}], "STOP")]) as fake:
         mcp_sync.llm.openai_sampling(openai.OpenAI(base_url=f"{fake.url}/v1", api_key="sk-test"),
                                      model="gpt-4.1")({"messages": ASK, "maxTokens": 10**9})
         mcp_sync.llm.anthropic_sampling(anthropic.Anthropic(base_url=fake.url, api_key="sk-ant-test"),
                                         model="claude-big")({"messages": ASK, "maxTokens": 10**9})
-    (_, _, openai_body), (_, _, anthropic_body) = fake.requests
+        gemini = genai.Client(api_key="gm-test", http_options={"base_url": fake.url, "api_version": "v1beta"})
+        mcp_sync.llm.gemini_sampling(gemini, model="gemini-2.5-flash")(
+            {"messages": ASK, "maxTokens": 10**9, "stopSequences": [f"S{i}" for i in range(16)]})
+    (_, _, openai_body), (_, _, anthropic_body), (gemini_path, _, gemini_body) = fake.requests
     assert openai_body["max_completion_tokens"] == 4096 and anthropic_body["max_tokens"] == 4096
+    assert gemini_path == "/v1beta/models/gemini-2.5-flash:generateContent"
+    assert gemini_body["generationConfig"]["maxOutputTokens"] == 4096
+    assert gemini_body["generationConfig"]["stopSequences"] == ["S0", "S1", "S2", "S3", "S4"]  # the API takes 5
 
 
 @PROVIDERS
@@ -134,7 +164,7 @@ def test_5000_stop_sequences_are_refused_and_nothing_is_sent(provider: str) -> N
     assert fake.calls == []
     handler({"messages": ASK, "stopSequences": [f"S{i}" for i in range(16)]})  # the most taken
     stops = sent(provider, fake.calls[0])[1]
-    assert stops == [f"S{i}" for i in range(4 if provider == "openai" else 16)]  # OpenAI's API takes 4
+    assert stops == [f"S{i}" for i in range(STOPS_TAKEN.get(provider, 16))]  # OpenAI's API takes 4, Gemini's 5
 
 
 @PROVIDERS
@@ -150,14 +180,19 @@ def test_a_temperature_out_of_range_is_refused_and_nothing_is_sent(provider: str
 def test_each_provider_takes_its_own_temperature_range() -> None:
     openai_fake, openai_handler = make("openai")
     anthropic_fake, anthropic_handler = make("anthropic")
+    gemini_fake, gemini_handler = make("gemini")
     for temperature in (0, 0.7, 1):
         openai_handler({"messages": ASK, "temperature": temperature})
         anthropic_handler({"messages": ASK, "temperature": temperature})
+        gemini_handler({"messages": ASK, "temperature": temperature})
     openai_handler({"messages": ASK, "temperature": 2})
+    gemini_handler({"messages": ASK, "temperature": 2})
     assert "0..1 (temperature_range)" in refused(anthropic_handler, {"messages": ASK, "temperature": 1.5})
     assert "0..2 (temperature_range)" in refused(openai_handler, {"messages": ASK, "temperature": 2.5})
+    assert "0..2 (temperature_range)" in refused(gemini_handler, {"messages": ASK, "temperature": 2.5})
     assert [sent("openai", call)[2] for call in openai_fake.calls] == [0, 0.7, 1, 2]
     assert [sent("anthropic", call)[2] for call in anthropic_fake.calls] == [0, 0.7, 1]
+    assert [sent("gemini", call)[2] for call in gemini_fake.calls] == [0, 0.7, 1, 2]
     openai_handler({"messages": ASK, "temperature": None})  # none: none sent
     assert "temperature" not in openai_fake.calls[-1]
 
@@ -332,14 +367,14 @@ def _strings(value: Any) -> int:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(provider=st.sampled_from(["openai", "anthropic"]), bounds=BOUNDS, params=PARAMS)
+@given(provider=st.sampled_from(["openai", "anthropic", "gemini"]), bounds=BOUNDS, params=PARAMS)
 def test_sampling_defaults_bound_cost(provider: str, bounds: dict[str, Any], params: dict[str, Any]) -> None:
     """For any request, what reaches the provider is within the bounds, or the request is refused
     (a ServerRequestError, nothing sent); with the defaults and with any other bounds."""
     for options in ({}, bounds):
         fake, handler = make(provider, **options)
         limit = options.get("max_tokens_limit", 4096)
-        low, high = options.get("temperature_range", (0.0, 2.0 if provider == "openai" else 1.0))
+        low, high = options.get("temperature_range", TEMPERATURES[provider])
         try:
             handler(params)
         except mcp_sync.ServerRequestError as error:
@@ -349,7 +384,7 @@ def test_sampling_defaults_bound_cost(provider: str, bounds: dict[str, Any], par
         (call,) = fake.calls
         max_tokens, stops, temperature = sent(provider, call)
         assert isinstance(max_tokens, int) and max_tokens >= 1 and (limit is None or max_tokens <= limit)
-        assert len(stops or []) <= min(options.get("max_stop_sequences", 16), 4 if provider == "openai" else 10**9)
+        assert len(stops or []) <= min(options.get("max_stop_sequences", 16), STOPS_TAKEN.get(provider, 10**9))
         assert all(isinstance(s, str) and len(s) <= options.get("max_stop_sequence_chars", 256) for s in stops or [])
         assert temperature is None or (type(temperature) is float and low <= temperature <= high)
         assert _strings([params["messages"], params.get("systemPrompt")]) <= options.get("max_input_chars", 200_000)
@@ -432,17 +467,18 @@ def _sample(stops: int) -> Sample:
                   max_tokens=10**9, stop_sequences=["END"] * stops or None)
 
 
-def test_a_modern_servers_call_raises_the_refusal() -> None:
+@pytest.mark.parametrize("provider,model", [("anthropic", "claude-mini"), ("gemini", "gemini-2.5-flash")])
+def test_a_modern_servers_call_raises_the_refusal(provider: str, model: str) -> None:
     server = MCPServer("asker")
 
     @server.tool()
     def ask(stops: int, answer: Annotated[CreateMessageResult, Resolve(_sample)]) -> str:
         return answer.model
 
-    fake, handler = make("anthropic")
+    fake, handler = make(provider)
     with mcp_sync.Client.inprocess(server, mode="modern", timeout=30, on_sampling=handler) as client:
-        assert client.call_tool("ask", {"stops": 1}).text == "claude-mini"
-        assert sent("anthropic", fake.calls[0])[:2] == (4096, ["END"])
+        assert client.call_tool("ask", {"stops": 1}).text == model
+        assert sent(provider, fake.calls[0])[:2] == (4096, ["END"])
         with pytest.raises(mcp_sync.InputRequiredError, match="refused: sampling refused: 5000 stop sequences"):
             client.call_tool("ask", {"stops": 5000})
     assert len(fake.calls) == 1
