@@ -32,6 +32,7 @@ import logging
 import mimetypes
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -734,4 +735,9 @@ def entry_point() -> None:
         status = main()
     except KeyboardInterrupt:  # during start-up or shutdown
         status = EXIT_INTERRUPTED
+    # The command is over and its servers are closed: what is left is the interpreter's own
+    # teardown. A Ctrl-C there (one more of the several a user presses) would end the process
+    # by the signal (status -2 instead of 130, or a traceback from an atexit hook): Python puts
+    # back the default SIGINT action partway through its teardown, but keeps "ignore".
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.exit(status)

@@ -14,6 +14,7 @@ import json
 import os
 import shlex
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -134,7 +135,28 @@ def test_a_ctrl_c_outside_the_command_exits_130(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(mcp_sync._cli, "main", interrupted)
     monkeypatch.setattr(sys, "stdout", io.StringIO())  # a stream without reconfigure() is kept as it is
     monkeypatch.setattr(sys, "stderr", io.StringIO())
-    with pytest.raises(SystemExit) as exited:
-        mcp_sync._cli.entry_point()
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        with pytest.raises(SystemExit) as exited:
+            mcp_sync._cli.entry_point()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # for the teardown that follows
+    finally:
+        signal.signal(signal.SIGINT, handler)  # this test process keeps its Ctrl-C
     assert exited.value.code == 130
     assert sys.stdout.getvalue() == "" and sys.stderr.getvalue() == ""
+
+
+def test_a_ctrl_c_during_the_teardown_keeps_the_status() -> None:
+    """A Ctrl-C after the command ended (here from an exit hook, as a user pressing it several
+    times can land one) neither kills the CLI by the signal nor prints a traceback: a loaded
+    run of the test above saw status -2 instead of 130."""
+    script = (
+        "import atexit, os, signal, sys\n"
+        "import mcp_sync._cli as cli\n"
+        "atexit.register(lambda: os.kill(os.getpid(), signal.SIGINT))\n"
+        "cli.main = lambda argv=None: 3\n"
+        "cli.entry_point()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 3, done.stderr
+    assert "KeyboardInterrupt" not in done.stderr and "Traceback" not in done.stderr, done.stderr
