@@ -68,9 +68,20 @@ SLOW_FIRST = (
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: one of the slowest tests (SLOW_FIRST); -m 'not slow' skips them")
+    config.addinivalue_line("markers", "conformance: the official conformance suite's scenarios (Node, npm)")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The slow tests first (a stable sort: the order within each part is kept, and every
-    xdist worker computes the same order, as it must)."""
+    xdist worker computes the same order, as it must), marked ``slow``; the conformance
+    scenarios marked ``conformance`` (``-m conformance`` runs only them)."""
+    for item in items:
+        if item.nodeid.startswith(SLOW_FIRST):
+            item.add_marker(pytest.mark.slow)
+        if item.nodeid.startswith("tests/test_conformance.py::"):
+            item.add_marker(pytest.mark.conformance)
     items.sort(key=lambda item: not item.nodeid.startswith(SLOW_FIRST))
 
 
