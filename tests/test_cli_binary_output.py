@@ -159,7 +159,8 @@ def test_image_size_is_linear_in_the_bytes() -> None:
             started = time.thread_time()
             assert image_size(data) is None
             costs.append(time.thread_time() - started)
-        assert costs[1] < 2.0, costs  # seconds of CPU for up to 2 MB
+        # seconds of CPU for up to 2 MB (about 1 s under coverage's tracer: a bound, not a benchmark)
+        assert costs[1] < 8.0, costs
         assert costs[1] < 4 * costs[0] + 0.05, costs  # linear, not quadratic
 
 

@@ -55,7 +55,8 @@ def test_no_public_method_takes_arbitrary_keywords() -> None:
         for p in inspect.signature(fn).parameters.values()
         if p.kind is inspect.Parameter.VAR_KEYWORD
     ]
-    assert not loose
+    # to_thread(fn, *args, **kwargs) hands them to fn, as asyncio.to_thread does: it takes none itself
+    assert loose == ["to_thread(**kwargs)"]
 
 
 def keywords(fn: Any, *leave_out: str) -> set[str]:
