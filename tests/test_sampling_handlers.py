@@ -156,9 +156,25 @@ def test_gemini_timeout_is_sent_in_milliseconds_and_checked_when_the_handler_is_
     """The SDK takes milliseconds and tells the API the whole seconds, rounded up (x-server-timeout)."""
     with FakeProvider([gemini_response([{"text": "ok"}], "STOP")] * 3) as fake:
         _gemini(fake, timeout=7.5)({"messages": PARAMS["messages"][:1]})
-        _gemini(fake, timeout=0.0001)({"messages": PARAMS["messages"][:1]})  # under a millisecond: 1 ms
+        _gemini(fake, timeout=2.0001)({"messages": PARAMS["messages"][:1]})  # 2001 ms: 3 s
         _gemini(fake, timeout=None)({"messages": PARAMS["messages"][:1]})
-    assert [headers.get("x-server-timeout") for _, headers, _ in fake.requests] == ["8", "1", None]
+    assert [headers.get("x-server-timeout") for _, headers, _ in fake.requests] == ["8", "3", None]
+
+    # Under a millisecond is 1 ms, not 0 (which the SDK reads as no timeout). Seen on a stand-in client:
+    # a real 1 ms read timeout against the fake provider fails whenever the machine is busy.
+    configs: list[dict[str, Any]] = []
+
+    class Models:
+        def generate_content(self, *, model: str, contents: Any, config: dict[str, Any]) -> dict[str, Any]:
+            configs.append(config)
+            return gemini_response([{"text": "ok"}], "STOP")
+
+    class StandIn:
+        models = Models()
+
+    mcp_sync.llm.gemini_sampling(StandIn(), model="gemini-2.5-pro", timeout=0.0001)(
+        {"messages": PARAMS["messages"][:1]})
+    assert configs[0]["http_options"] == {"timeout": 1}
     for timeout in (0, -1, float("inf"), float("nan"), "60"):
         with pytest.raises(ValueError, match=r"^timeout must be"):
             mcp_sync.llm.gemini_sampling(object(), model="gemini-2.5-pro", timeout=timeout)  # type: ignore[arg-type]
