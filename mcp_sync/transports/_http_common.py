@@ -64,6 +64,12 @@ log = logging.getLogger("mcp_sync.http")
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 MAX_REDIRECTS = 5
 POOL_MAXSIZE = 64  # kept-alive connections per host
+#: A pooled connection idle longer than this is closed instead of reused (#32): a server ends an
+#: idle kept-alive connection on a timer (uvicorn, Node, Apache, hypercorn: 5 s), and a request
+#: written just as that timer fires is reset after it went out: for a tools/call that proves
+#: nothing, so it fails. 3 s leaves 2 s of margin for a loaded machine; the cost is one new
+#: connection for a request after 3 s of quiet, which the server would have asked for at 5.
+MAX_IDLE_REUSE_S = 3.0
 ERROR_BODY_BYTES = 64 * 1024
 RETRY_AFTER_CAP = 30.0  # longer Retry-After: give up instead of stalling a caller
 #: The most ServerUnavailable.retry_after says (one hour): a server's date ten years ahead must
@@ -483,6 +489,8 @@ class _Tracking:
 
     def request(self, *args: Any, **kwargs: Any) -> Any:
         _track(self)
+        conn: Any = self
+        pooled_at = conn.__dict__.pop("_mcp_sync_pooled_at", None)
         slot: Slot | None = getattr(_local, "slot", None)
         if slot is None:
             return super().request(*args, **kwargs)  # type: ignore[misc]
@@ -492,8 +500,10 @@ class _Tracking:
         # bytes still unsent: the server never had the whole request (Content-Length says how
         # much it waits for), so it cannot have run it (#29.2).
         slot.unsent = True
-        conn: Any = self
-        if conn.sock is not None and conn.proxy is None and not conn.is_connected:
+        if (conn.sock is not None and conn.proxy is None and pooled_at is not None
+                and time.monotonic() - pooled_at > MAX_IDLE_REUSE_S):
+            conn.close()  # idle long enough that the server may be closing it right now (see MAX_IDLE_REUSE_S)
+        elif conn.sock is not None and conn.proxy is None and not conn.is_connected:
             # A kept-alive connection the server closed (or shut down by an abort) after urllib3
             # looked at it in the pool: under many threads that look can be milliseconds old. A
             # request written now would go out, then read the close as "no answer", which for a
@@ -529,6 +539,8 @@ class _Releasing:
         slot: Slot | None = getattr(conn, "_mcp_sync_slot", None) if conn is not None else None
         if slot is not None and slot.release(conn):
             conn.close()
+        if conn is not None:
+            conn._mcp_sync_pooled_at = time.monotonic()  # how long it idles is checked before reuse
         super()._put_conn(conn)  # type: ignore[misc]
 
 
@@ -1028,7 +1040,9 @@ def connection_failure(
     raised before all of it was sent (a reset or a broken pipe on a kept-alive connection
     the server had closed). A connection the server closed while it idled in the pool is
     caught before anything is written (urllib3 checks a pooled connection before reusing it,
-    and connects afresh), and then fails, if at all, as a connect. Everything else is "may
+    and connects afresh), and then fails, if at all, as a connect; one idle longer than
+    MAX_IDLE_REUSE_S is not reused at all, so that a server's idle timer cannot end it just
+    as a request goes out. Everything else is "may
     have run": once the whole request is written, an answer that never starts (the
     connection ended or was reset, even on a reused connection, before the first byte) is
     what a server that read the request and died looks like as well, so it proves nothing.
