@@ -218,7 +218,10 @@ def _fresh_process_state(request: pytest.FixtureRequest) -> Iterator[None]:
     providers for every test but those that ask for them (the ``otel`` fixture of test_services
     sets them once per process: with them set, each request carries a new ``traceparent``, and a
     test comparing what two requests sent failed or passed by which tests ran before it; found
-    running the test files in reverse order)."""
+    running the test files in reverse order), and the clients the process owns until it exits
+    (``mcp_sync.shared()``'s, and those an unpickled client or group uses) are closed after each
+    test: left open, their threads were seen by a later test's "no mcp_sync thread is left" check
+    (found running the test files in reverse order, #32)."""
     from mcp_sync.transports import http as http_module
 
     http_module._ERA_CACHE.clear()
@@ -227,6 +230,21 @@ def _fresh_process_state(request: pytest.FixtureRequest) -> Iterator[None]:
             stack.enter_context(_no_telemetry_providers())
         yield
     http_module._ERA_CACHE.clear()
+    _close_process_clients()
+
+
+def _close_process_clients() -> None:
+    """Close and forget the clients this process keeps until it exits (cheap when there are none)."""
+    from mcp_sync import _connect, _worker_clients
+
+    with _worker_clients._lock:
+        owned = list(_worker_clients._clients.values())
+        _worker_clients._clients.clear()
+    with _connect._shared_lock:
+        owned += _connect._shared.values()
+        _connect._shared.clear()
+    for client in owned:
+        client.close()
 
 
 @contextlib.contextmanager

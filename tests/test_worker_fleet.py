@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -38,16 +38,6 @@ PY = sys.executable
 def _client(**options: Any) -> mcp_sync.Client:
     return mcp_sync.Client.stdio(PY, [DEMO], timeout=30, **options)
 
-
-@pytest.fixture(autouse=True)
-def _this_process_forgets_its_worker_clients() -> Iterator[None]:
-    """Tests that unpickle in this process close what they made there (the registry is per process)."""
-    from mcp_sync import _worker_clients
-
-    yield
-    _worker_clients.close_all()
-    with _worker_clients._lock:
-        _worker_clients._clients.clear()
 
 
 # -- the tasks (module level: a pool pickles them by name) ----------------------------------------
