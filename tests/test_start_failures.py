@@ -37,6 +37,31 @@ def test_a_server_that_exits_at_start_is_started_once_and_said_once(tmp_path: Pa
     assert len(message) < 300, message
 
 
+def test_the_exit_message_waits_for_a_slow_stderr_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stderr thread, slow to be scheduled (a loaded machine: seen in a run beside another),
+    still gets the server's last line into the error: once the process has exited, the error
+    waits up to 1 s for it (it waited 0.2 s and said "exited with code 3" with no traceback)."""
+    import threading
+    import time
+
+    from mcp_sync.transports import stdio
+
+    real = stdio.read_lines
+
+    def late_on_stderr(*args: object, **kwargs: object) -> object:
+        if "stderr" in threading.current_thread().name:
+            time.sleep(0.5)  # longer than the old wait, well within the new one
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(stdio, "read_lines", late_on_stderr)
+    args, _ = _exits_at_start(tmp_path, "Traceback: ZeroDivisionError: division by zero", 3)
+    client = mcp_sync.Client.stdio(PY, args, stderr=lambda line: None, mode="legacy", timeout=15)
+    with pytest.raises(mcp_sync.ConnectionClosed) as info:
+        client.connect()
+    client.close()
+    assert "ZeroDivisionError" in str(info.value), str(info.value)
+
+
 def test_a_missing_variable_gets_the_environment_hint(tmp_path: Path) -> None:
     args, _ = _exits_at_start(tmp_path, "Error: GITHUB_TOKEN environment variable is required", 1)
     client = mcp_sync.Client.stdio(PY, args, stderr=lambda line: None, timeout=15)

@@ -556,8 +556,12 @@ class StdioTransport(BaseTransport):
             except subprocess.TimeoutExpired:
                 code = None
         if not on_caller:
-            for thread in self._threads[1:2]:  # let the last stderr lines arrive
-                join_quietly(thread, 0.2)
+            # Let the last stderr lines arrive. Once the process has exited its stderr ends at
+            # once (unless a child of its own holds it), so waiting longer costs nothing then,
+            # and on a loaded machine 0.2 s was seen to be too short: the error lacked the
+            # server's traceback (#32).
+            for thread in self._threads[1:2]:
+                join_quietly(thread, 1.0 if code is not None else 0.2)
         tail = "\n".join(self._stderr_tail)
         unread = 0
         if process is not None and process.stdin is not None and not process.stdin.closed:
