@@ -39,7 +39,6 @@ def _client(**options: Any) -> mcp_sync.Client:
     return mcp_sync.Client.stdio(PY, [DEMO], timeout=30, **options)
 
 
-
 # -- the tasks (module level: a pool pickles them by name) ----------------------------------------
 
 

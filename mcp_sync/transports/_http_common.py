@@ -500,18 +500,18 @@ class _Tracking:
         # bytes still unsent: the server never had the whole request (Content-Length says how
         # much it waits for), so it cannot have run it (#29.2).
         slot.unsent = True
-        if (conn.sock is not None and conn.proxy is None and pooled_at is not None
-                and time.monotonic() - pooled_at > MAX_IDLE_REUSE_S):
-            conn.close()  # idle long enough that the server may be closing it right now (see MAX_IDLE_REUSE_S)
-        elif conn.sock is not None and conn.proxy is None and not conn.is_connected:
+        if conn.sock is not None and conn.proxy is None:
             # A kept-alive connection the server closed (or shut down by an abort) after urllib3
             # looked at it in the pool: under many threads that look can be milliseconds old. A
             # request written now would go out, then read the close as "no answer", which for a
-            # tools/call proves nothing. Closed here, as urllib3 does when its look sees it, the
-            # request goes out on a new connection (connected below), whatever its method, and
-            # costs no retry (#29.2). (A connection through a proxy is left to urllib3: its
-            # tunnel is set up before this.)
-            conn.close()
+            # tools/call proves nothing. So is one idle long enough that the server may be
+            # closing it right now (MAX_IDLE_REUSE_S). Closed here, as urllib3 does when its look
+            # sees it, the request goes out on a new connection (connected below), whatever its
+            # method, and costs no retry (#29.2). (A connection through a proxy is left to
+            # urllib3: its tunnel is set up before this.)
+            idle_too_long = pooled_at is not None and time.monotonic() - pooled_at > MAX_IDLE_REUSE_S
+            if idle_too_long or not conn.is_connected:
+                conn.close()
         result = super().request(*args, **kwargs)  # type: ignore[misc]
         slot.unsent = False
         return result
