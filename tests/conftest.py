@@ -117,6 +117,29 @@ def _npm_install_everything(npm: str) -> Path:
     return EVERYTHING_JS
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _sdk_forkserver() -> Iterator[None]:
+    """One fork server of the Python SDK server per test process (tests/servers/forkserver.py):
+    each ``sdk_server.py`` started below this process while it runs (by mcp_sync, the CLI, a
+    worker pool) is forked from it instead of importing the SDK anew (1.5 s of CPU each time,
+    some 180 times a run: #32). It is started in the background; a server started before it is
+    ready starts the usual way. The servers are the same code."""
+    from forkserver import name_for
+
+    proc = subprocess.Popen([PY, SDK_SERVER, "--forkserver", name_for(os.getpid())], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        yield
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()  # the fork server ends when its stdin does
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
 @pytest.fixture(scope="session")
 def everything_js() -> Path:
     """Path of server-everything's dist/index.js (installed into .cache/npm on first use)."""

@@ -45,6 +45,15 @@ the wire, transcripts in /tmp/notes/peers.md):
 
 from __future__ import annotations
 
+import sys
+
+if __name__ == "__main__" and sys.argv[1:2] != ["--forkserver"]:
+    # The test suite's fork server (forkserver.py, #32): this same server, forked from a process
+    # that has done the SDK's imports. Returns only where none answers: then start the usual way.
+    from forkserver import launch
+
+    launch()
+
 import argparse
 import warnings
 from typing import Annotated, Any
@@ -381,4 +390,9 @@ def _observed(app: Any, log_path: str | None, delete_delay: float) -> Any:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--forkserver"]:  # python sdk_server.py --forkserver NAME (conftest)
+        from forkserver import serve
+
+        serve(sys.argv[2], main)
+    else:
+        main()
