@@ -9,6 +9,7 @@ and what went on the wire.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,32 @@ def test_silent_probe_then_initialize_naming_our_modern_revision_is_modern(tmp_p
     probe_id = peer.requests()[0]["id"]
     cancelled = [m["params"].get("requestId") for m in peer.sent() if m.get("method") == "notifications/cancelled"]
     assert probe_id in cancelled
+
+
+def test_the_abandoned_probe_is_cancelled_on_the_wire_before_the_connect_returns(
+    tmp_path: Path, no_leaks: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The probe's thread writes its notifications/cancelled when it wakes; on a loaded machine
+    it woke after the client had connected, called and closed, and the notice was dropped (seen
+    once running the suite on four workers). Its thread is made 0.3 s late here: the connect
+    waits for it, so the notice is on the wire even when close() follows at once."""
+    from mcp_sync._engine import Engine
+
+    original = Engine._cancel_on_wire
+
+    def late(self: Engine, request_id: Any, reason: str | None) -> None:
+        if reason == "the protocol era was decided without it":
+            time.sleep(0.3)
+        original(self, request_id, reason)
+
+    monkeypatch.setattr(Engine, "_cancel_on_wire", late)
+    script = {"server/discover": [{}, {"result": DISCOVER}],
+              "initialize": [unsupported(MODERN, requested="2025-11-25")]}
+    peer = Peer(tmp_path, script)
+    with peer.client(probe_timeout=0.2, timeout=10) as client:
+        assert client.era == "modern"
+    cancelled = [m["params"].get("requestId") for m in peer.sent() if m.get("method") == "notifications/cancelled"]
+    assert peer.requests()[0]["id"] in cancelled
 
 
 def test_initialize_names_our_modern_revision_but_discover_then_fails(tmp_path: Path, no_leaks: None) -> None:

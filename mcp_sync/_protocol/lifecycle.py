@@ -69,6 +69,8 @@ META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 
 MODES = ("auto", "modern", "legacy")
+#: How long an abandoned probe's thread is given to tell the server (its write has its own bound).
+ABANDON_WAIT_S = 1.0
 
 #: Starts the server afresh and returns an engine on it (stdio restart).
 Restart = Callable[[], Engine]
@@ -494,8 +496,14 @@ class _InFlight:
         return self._done.wait(timeout)
 
     def abandon(self) -> None:
-        """No longer wanted: cancel it (on the wire too), which ends its thread."""
+        """No longer wanted: cancel it (on the wire too), which ends its thread.
+
+        The request's own thread writes ``notifications/cancelled`` once it wakes; waiting here
+        (ABANDON_WAIT_S at most) for it to end makes the server hear of it before the connect
+        goes on, and before a ``close()`` right after it (which would drop an unsent notice:
+        seen on a loaded machine)."""
         self._token.cancel("the protocol era was decided without it")
+        self._done.wait(ABANDON_WAIT_S)
 
 
 def _mutual(supported: list[str], ours: tuple[str, ...]) -> list[str]:
