@@ -118,6 +118,24 @@ def _npm_install_everything(npm: str) -> Path:
     return EVERYTHING_JS
 
 
+def start_forkserver(name: str) -> subprocess.Popen[bytes]:
+    """A fork server of the Python SDK server (tests/servers/forkserver.py) at the abstract socket
+    ``name``: it listens once its imports are done, and ends with :func:`stop_forkserver`."""
+    return subprocess.Popen([PY, SDK_SERVER, "--forkserver", name], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def stop_forkserver(proc: subprocess.Popen[bytes]) -> int:
+    """End a fork server (it ends when its stdin does; killed after 10 s); its exit status."""
+    assert proc.stdin is not None
+    proc.stdin.close()
+    try:
+        return proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait(10)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _sdk_forkserver() -> Iterator[None]:
     """One fork server of the Python SDK server per test process (tests/servers/forkserver.py):
@@ -127,18 +145,11 @@ def _sdk_forkserver() -> Iterator[None]:
     ready starts the usual way. The servers are the same code."""
     from forkserver import name_for
 
-    proc = subprocess.Popen([PY, SDK_SERVER, "--forkserver", name_for(os.getpid())], stdin=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = start_forkserver(name_for(os.getpid()))
     try:
         yield
     finally:
-        assert proc.stdin is not None
-        proc.stdin.close()  # the fork server ends when its stdin does
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_forkserver(proc)
 
 
 @pytest.fixture(scope="session")

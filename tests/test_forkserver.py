@@ -7,33 +7,34 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from typing import Iterator
 
 import pytest
-from forkserver import ENV
+from forkserver import ENV, name_for
+from helpers import wait_until
 
 import mcp_sync
 
-from conftest import PY, SDK_SERVER
+from conftest import PY, SDK_SERVER, start_forkserver, stop_forkserver
+
+
+def listens(name: str) -> bool:
+    """Whether a socket listens at the abstract name ``name``."""
+    with open("/proc/net/unix") as sockets:
+        return f"@{name}" in sockets.read()
 
 
 @pytest.fixture(scope="module")
 def forkserver() -> Iterator[str]:
     """The name of a fork server of this module's own, once it listens."""
-    name = f"mcp-sync-test-forkserver-{os.getpid()}-test"
-    proc = subprocess.Popen([PY, SDK_SERVER, "--forkserver", name], stdin=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while f"@{name}" not in open("/proc/net/unix").read():
-        assert proc.poll() is None and time.monotonic() < deadline, "the fork server did not start"
-        time.sleep(0.05)
+    name = f"{name_for(os.getpid())}-test"
+    proc = start_forkserver(name)
     try:
+        assert wait_until(lambda: listens(name) or proc.poll() is not None, 60) and listens(name), \
+            "the fork server did not start"
         yield name
     finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        assert proc.wait(10) == 0  # it ends when its stdin does
+        assert stop_forkserver(proc) == 0  # it ends when its stdin does
 
 
 def processes_naming(text: str) -> int:
@@ -84,22 +85,14 @@ def test_a_sigkilled_stand_in_takes_the_server_with_it(forkserver: str) -> None:
     proc.wait(10)
     assert proc.stdout.read() == b""  # the server held the stdout pipe: its end is the server's end
     proc.stdin.close()
-    deadline = time.monotonic() + 10
-    while processes_naming(forkserver) > 1 and time.monotonic() < deadline:  # reaped
-        time.sleep(0.05)
-    assert processes_naming(forkserver) == 1
+    assert wait_until(lambda: processes_naming(forkserver) == 1, 10)  # the manager and the server reaped
 
 
 def suites_forkserver() -> str:
     """The name of conftest's fork server for this process, once it listens (it starts in the
     background)."""
-    from forkserver import name_for
-
     name = name_for(os.getpid())
-    deadline = time.monotonic() + 60
-    while f"@{name}" not in open("/proc/net/unix").read():
-        assert time.monotonic() < deadline, "conftest's fork server did not start"
-        time.sleep(0.05)
+    assert wait_until(lambda: listens(name), 60), "conftest's fork server did not start"
     return name
 
 

@@ -159,7 +159,8 @@ def _reap() -> None:
 
 def _manage(conn: socket.socket, run: Callable[[], object]) -> NoReturn:
     """In the manager: receive a start, fork its server, pass signals on, report how it ended."""
-    server = 0  # the server's pid while it runs unreaped (never 0 in a kill: that is the group)
+    pid = 0  # the server's, once forked (never 0 in a kill: that is the process group)
+    ended = threading.Event()  # set once the server is reaped: its pid may be reused after
     try:
         conn.settimeout(10.0)
         head, ancillary, _, _ = conn.recvmsg(_LENGTH.size, socket.CMSG_SPACE(3 * 4))
@@ -179,12 +180,10 @@ def _manage(conn: socket.socket, run: Callable[[], object]) -> NoReturn:
         if pid == 0:
             conn.close()
             _become_server(fds, request, run)
-        server = pid
         for fd in fds:
             os.close(fd)
         conn.settimeout(None)
         conn.sendall(b"STARTED\n")
-        ended = threading.Event()
 
         def relay() -> None:  # the stand-in's signals; its end (EOF) kills the server
             buffered = b""
@@ -206,11 +205,10 @@ def _manage(conn: socket.socket, run: Callable[[], object]) -> NoReturn:
         threading.Thread(target=relay, daemon=True).start()
         _, status = os.waitpid(pid, 0)
         ended.set()
-        server = 0
         conn.sendall(f"EXIT {os.waitstatus_to_exitcode(status)}\n".encode())
     except BaseException:
-        if server > 0:  # the stand-in is gone (or the manager failed): the server goes too
-            os.kill(server, signal.SIGKILL)
+        if pid > 0 and not ended.is_set():  # the stand-in is gone (or the manager failed): the server goes too
+            os.kill(pid, signal.SIGKILL)
     os._exit(0)
 
 
